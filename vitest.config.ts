@@ -1,0 +1,19 @@
+import { defineConfig } from 'vitest/config';
+
+// Two projects: `unit` tests sit beside the code they test and touch no process or socket;
+// `integration` tests under packages/*/test start real daemons on ephemeral ports.
+export default defineConfig({
+  test: {
+    projects: [
+      { test: { name: 'unit', include: ['packages/*/src/**/*.test.ts', 'test/**/*.test.ts'] } },
+      {
+        test: {
+          name: 'integration',
+          include: ['packages/*/test/**/*.test.ts'],
+          testTimeout: 60_000,
+          hookTimeout: 60_000,
+        },
+      },
+    ],
+  },
+});
