@@ -1,0 +1,73 @@
+// Transport-neutral request and response. REST, WSS and TCP each translate to and from these and
+// call the one dispatcher (api/dispatcher.ts); no operation knows which transport carried it.
+import type { Permission, Response as WireResponse } from '@svc/protocol';
+import type { Principal } from '../auth/principal.ts';
+
+export type TransportKind = 'rest' | 'wss' | 'tcp';
+
+/** A persistent connection (TCP or WSS). Plain HTTP requests have none. */
+export interface PersistentConnection {
+  readonly id: string;
+  readonly transport: Exclude<TransportKind, 'rest'>;
+  /** Queue a server push. Returns false when the connection is closed or its queue is full. */
+  push(message: WireResponse): boolean;
+  /** Register a callback run once when the connection closes. */
+  onClose(callback: () => void): void;
+  /** The principal pinned at upgrade/first authenticated request (spec: client token contract). */
+  principalId: string | undefined;
+}
+
+export interface ApiRequest {
+  /** Upper-case HTTP method. */
+  readonly method: string;
+  /** Path without query string, percent-decoding NOT applied (the router decodes segments). */
+  readonly path: string;
+  readonly query: Readonly<Record<string, string>>;
+  /** Header names lower-cased. */
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body: Uint8Array;
+  readonly transport: TransportKind;
+  /** Remote address as seen by the socket (no port). */
+  readonly remoteAddress: string;
+  readonly connection: PersistentConnection | undefined;
+}
+
+export interface ApiResponse {
+  status: number;
+  headers: Record<string, string>;
+  /** Content type; `application/json` unless stated. */
+  contentType: string;
+  body: Uint8Array;
+}
+
+export type Access =
+  | { readonly kind: 'public' }
+  /** Any valid token; no permission needed (for example /svc/self). */
+  | { readonly kind: 'authenticated' }
+  | { readonly kind: 'permission'; readonly permission: Permission }
+  /** Worker side of the task RPC: authenticated by X-Svc-Process-Key only. */
+  | { readonly kind: 'process-key' };
+
+export interface OperationContext<S = unknown> {
+  readonly request: ApiRequest;
+  /** Decoded path parameters, for example `name` of /svc/app/{name}. */
+  readonly params: Readonly<Record<string, string>>;
+  /** Present for every access kind except public and process-key. */
+  readonly principal: Principal | undefined;
+  readonly services: S;
+}
+
+export interface Operation<S = unknown> {
+  /** Stable id, also the OpenAPI operationId. */
+  readonly id: string;
+  readonly method: 'GET' | 'PUT' | 'POST' | 'DELETE';
+  /** OpenAPI-style template, for example `/svc/app/{name}/output`. */
+  readonly path: string;
+  readonly access: Access;
+  readonly summary: string;
+  /** Query parameters documented in OpenAPI. */
+  readonly query?: readonly { name: string; description: string; required?: boolean }[];
+  /** Whether the operation reads a JSON body (documented in OpenAPI). */
+  readonly jsonBody?: boolean;
+  handle(context: OperationContext<S>): Promise<ApiResponse>;
+}

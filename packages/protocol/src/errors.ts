@@ -1,0 +1,74 @@
+// The one registry of error codes. Every error body on every transport is
+// `{"error": <code>, "message": <human text>}` with `error` taken from this table; the HTTP status
+// travels with the code. spec/errors.json is generated from this table (npm run gen:spec) and a
+// test keeps the two, the docs and the clients in step.
+
+export const ERROR_CODES = {
+  bad_request: { status: 400, description: 'The request is malformed.' },
+  invalid_json: { status: 400, description: 'The body is not valid JSON.' },
+  invalid_app: { status: 400, description: 'The application definition fails validation.' },
+  invalid_name: { status: 400, description: 'A name in the path does not match ^[A-Za-z0-9_.-]{1,128}$.' },
+  invalid_query: { status: 400, description: 'A query parameter is missing or has a bad value.' },
+  obsolete_process_key: {
+    status: 400,
+    description: 'A process key was sent in the query string; it is accepted only in X-Svc-Process-Key.',
+  },
+  invalid_frame: { status: 400, description: 'A TCP or WSS message could not be decoded.' },
+  unauthorized: { status: 401, description: 'No bearer token was presented.' },
+  invalid_token: { status: 401, description: 'The bearer token is invalid, expired or from another issuer.' },
+  forbidden: { status: 403, description: 'The principal lacks the permission this operation needs.' },
+  principal_tombstoned: { status: 403, description: 'The principal record was deleted.' },
+  system_app: { status: 403, description: 'System applications cannot be changed through the API.' },
+  target_not_allowed: { status: 403, description: 'X-Target-Host names an instance that is not an allowed target.' },
+  process_key_transport: {
+    status: 403,
+    description: 'A process key is accepted only on a loopback or private transport.',
+  },
+  not_found: { status: 404, description: 'No such resource.' },
+  app_not_found: { status: 404, description: 'No application with this name.' },
+  route_not_found: { status: 404, description: 'No operation at this path.' },
+  method_not_allowed: { status: 405, description: 'The path exists but not with this method.' },
+  persistent_connection_required: {
+    status: 405,
+    description: 'Subscriptions need a persistent connection (TCP or WSS).',
+  },
+  timeout: { status: 408, description: 'The operation did not complete within its timeout.' },
+  conflict: { status: 409, description: 'A conflicting concurrent change.' },
+  process_superseded: { status: 412, description: 'The process key belongs to a process that was superseded.' },
+  payload_too_large: { status: 413, description: 'The body or frame exceeds the size limit.' },
+  too_many_connections: { status: 429, description: 'Too many connections or requests from this client.' },
+  internal: { status: 500, description: 'An unexpected error inside the service.' },
+  queue_full: { status: 503, description: 'The bounded queue is full.' },
+  unavailable: { status: 503, description: 'A dependency is unavailable (for example the token issuer).' },
+} as const satisfies Record<string, { status: number; description: string }>;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+export interface ErrorBody {
+  error: ErrorCode;
+  message: string;
+}
+
+/** An error that crosses the API boundary with a stable code. Always pass `cause` when wrapping. */
+export class SvcError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  /** Extra response headers, for example WWW-Authenticate on 401. */
+  readonly headers: Record<string, string>;
+
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown; headers?: Record<string, string> }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'SvcError';
+    this.code = code;
+    this.status = ERROR_CODES[code].status;
+    this.headers = options?.headers ?? {};
+  }
+
+  toBody(): ErrorBody {
+    return { error: this.code, message: this.message };
+  }
+}
+
+export function isErrorCode(value: unknown): value is ErrorCode {
+  return typeof value === 'string' && Object.hasOwn(ERROR_CODES, value);
+}

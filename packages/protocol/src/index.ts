@@ -1,0 +1,4 @@
+export * from './errors.ts';
+export * from './permissions.ts';
+export * from './events.ts';
+export * from './messages.ts';
