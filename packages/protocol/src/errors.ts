@@ -19,7 +19,10 @@ export const ERROR_CODES = {
   forbidden: { status: 403, description: 'The principal lacks the permission this operation needs.' },
   principal_tombstoned: { status: 403, description: 'The principal record was deleted.' },
   system_app: { status: 403, description: 'System applications cannot be changed through the API.' },
-  target_not_allowed: { status: 403, description: 'X-Target-Host names an instance that is not an allowed target.' },
+  target_not_allowed: {
+    status: 403,
+    description: 'X-Target-Host names an instance that is not an allowed target.',
+  },
   process_key_transport: {
     status: 403,
     description: 'A process key is accepted only on a loopback or private transport.',
@@ -34,7 +37,10 @@ export const ERROR_CODES = {
   },
   timeout: { status: 408, description: 'The operation did not complete within its timeout.' },
   conflict: { status: 409, description: 'A conflicting concurrent change.' },
-  process_superseded: { status: 412, description: 'The process key belongs to a process that was superseded.' },
+  process_superseded: {
+    status: 412,
+    description: 'The process key belongs to a process that was superseded.',
+  },
   payload_too_large: { status: 413, description: 'The body or frame exceeds the size limit.' },
   too_many_connections: { status: 429, description: 'Too many connections or requests from this client.' },
   internal: { status: 500, description: 'An unexpected error inside the service.' },
@@ -56,7 +62,11 @@ export class SvcError extends Error {
   /** Extra response headers, for example WWW-Authenticate on 401. */
   readonly headers: Record<string, string>;
 
-  constructor(code: ErrorCode, message: string, options?: { cause?: unknown; headers?: Record<string, string> }) {
+  constructor(
+    code: ErrorCode,
+    message: string,
+    options?: { cause?: unknown; headers?: Record<string, string> },
+  ) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'SvcError';
     this.code = code;

@@ -1,0 +1,373 @@
+// msgpack encoding of the wire messages (CONTRACT §4). Encoders write exactly the contract's key set
+// in contract order, as plain msgpack maps with the smallest header forms, `body` as bin, so that any
+// language's msgpack library reads them. Decoders are strict about types and limits and lenient about
+// what other encoders legitimately do: unknown keys are ignored, optional keys may be absent or nil,
+// and `body` may arrive as str (UTF-8 encoded here) instead of bin.
+
+import { Packr, Unpackr } from 'msgpackr';
+import type { Request, Response } from './messages.ts';
+
+/** Longest `uuid`, in characters. */
+export const MAX_UUID_CHARS = 128;
+/** Longest `request_uri`, in UTF-8 bytes. */
+export const MAX_REQUEST_URI_BYTES = 8 * 1024;
+/** Most entries in `headers` (and, separately, in `query`). */
+export const MAX_HEADERS = 256;
+/** Longest header or query name or value, in UTF-8 bytes. */
+export const MAX_HEADER_VALUE_BYTES = 64 * 1024;
+
+/**
+ * Why a message was refused. Stable across languages (spec/wire-vectors.json uses them):
+ * - invalid_msgpack: the bytes are not exactly one msgpack value
+ * - not_a_map: the value is not a map
+ * - missing_field: a required key is absent (or nil)
+ * - wrong_type: a key has a value of the wrong type or range
+ * - limit_exceeded: a size limit above is exceeded
+ */
+export type MessageErrorReason =
+  'invalid_msgpack' | 'not_a_map' | 'missing_field' | 'wrong_type' | 'limit_exceeded';
+
+/** A Request or Response could not be decoded or encoded. Maps to the `invalid_frame` error code. */
+export class MessageError extends Error {
+  readonly reason: MessageErrorReason;
+  /** Dotted path of the offending field (`headers.X-App-Name`), or undefined for the whole message. */
+  readonly field: string | undefined;
+
+  constructor(
+    reason: MessageErrorReason,
+    message: string,
+    options: { field?: string; cause?: unknown } = {},
+  ) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'MessageError';
+    this.reason = reason;
+    this.field = options.field;
+  }
+}
+
+// variableMapSize gives fixmap/map16/map32 by size (msgpackr otherwise always writes map16);
+// useRecords:false and moreTypes:false keep msgpackr's extensions out of the output.
+const packr = new Packr({
+  useRecords: false,
+  mapsAsObjects: true,
+  variableMapSize: true,
+  moreTypes: false,
+  bundleStrings: false,
+  encodeUndefinedAsNil: true,
+});
+
+// Maps decode to Map so that non-string keys are seen (not coerced to strings) and a `__proto__`
+// key is just a key.
+const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: false, int64AsType: 'number' });
+
+type Kind = 'Request' | 'Response';
+
+// ---------------------------------------------------------------------------------------------
+// encoding
+
+export function encodeRequest(request: Request): Buffer {
+  const kind = 'Request';
+  checkString(kind, 'uuid', request.uuid);
+  checkUuid(kind, request.uuid);
+  checkString(kind, 'request_uri', request.request_uri);
+  checkRequestUri(kind, request.request_uri);
+  checkString(kind, 'http_method', request.http_method);
+  checkString(kind, 'client_addr', request.client_addr);
+  checkStringMap(kind, 'headers', request.headers);
+  checkStringMap(kind, 'query', request.query);
+  checkBytes(kind, 'body', request.body);
+  return pack({
+    uuid: request.uuid,
+    request_uri: request.request_uri,
+    http_method: request.http_method,
+    client_addr: request.client_addr,
+    headers: plainMap(request.headers),
+    query: plainMap(request.query),
+    body: request.body,
+  });
+}
+
+export function encodeResponse(response: Response): Buffer {
+  const kind = 'Response';
+  checkString(kind, 'uuid', response.uuid);
+  checkUuid(kind, response.uuid);
+  checkString(kind, 'request_uri', response.request_uri);
+  checkRequestUri(kind, response.request_uri);
+  checkStatus(kind, response.http_status);
+  checkString(kind, 'body_msg_type', response.body_msg_type);
+  checkStringMap(kind, 'headers', response.headers);
+  checkBytes(kind, 'body', response.body);
+  return pack({
+    uuid: response.uuid,
+    request_uri: response.request_uri,
+    http_status: response.http_status,
+    body_msg_type: response.body_msg_type,
+    headers: plainMap(response.headers),
+    body: response.body,
+  });
+}
+
+function pack(value: Record<string, unknown>): Buffer {
+  // Safe to keep: without the `useBuffer` option msgpackr never writes over bytes it has returned.
+  return packr.pack(value);
+}
+
+/** Copies into a null-prototype-free plain object with only own enumerable string entries. */
+function plainMap(map: Record<string, string>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [key, value] of Object.entries(map)) {
+    Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// decoding
+
+export function decodeRequest(bytes: Uint8Array): Request {
+  const kind = 'Request';
+  const map = unpackMap(kind, bytes);
+  const uuid = requiredString(kind, map, 'uuid');
+  checkUuid(kind, uuid);
+  const request_uri = requiredString(kind, map, 'request_uri');
+  checkRequestUri(kind, request_uri);
+  const http_method = requiredString(kind, map, 'http_method');
+  return {
+    uuid,
+    request_uri,
+    http_method,
+    client_addr: optionalString(kind, map, 'client_addr'),
+    headers: optionalStringMap(kind, map, 'headers'),
+    query: optionalStringMap(kind, map, 'query'),
+    body: optionalBody(kind, map),
+  };
+}
+
+export function decodeResponse(bytes: Uint8Array): Response {
+  const kind = 'Response';
+  const map = unpackMap(kind, bytes);
+  const uuid = requiredString(kind, map, 'uuid');
+  checkUuid(kind, uuid);
+  const request_uri = requiredString(kind, map, 'request_uri');
+  checkRequestUri(kind, request_uri);
+  const http_status = map.get('http_status');
+  if (http_status === undefined || http_status === null) {
+    throw new MessageError('missing_field', `${kind}: required key "http_status" is missing`, {
+      field: 'http_status',
+    });
+  }
+  checkStatus(kind, http_status);
+  return {
+    uuid,
+    request_uri,
+    http_status,
+    body_msg_type: optionalString(kind, map, 'body_msg_type'),
+    headers: optionalStringMap(kind, map, 'headers'),
+    body: optionalBody(kind, map),
+  };
+}
+
+function unpackMap(kind: Kind, bytes: Uint8Array): Map<unknown, unknown> {
+  if (!(bytes instanceof Uint8Array)) {
+    throw new MessageError('invalid_msgpack', `${kind}: expected bytes, got ${describe(bytes)}`);
+  }
+  if (bytes.byteLength === 0) {
+    throw new MessageError('invalid_msgpack', `${kind}: empty body, expected a msgpack map`);
+  }
+  let value: unknown;
+  try {
+    value = unpackr.unpack(bytes);
+  } catch (error) {
+    const detail = error instanceof Error ? error.message : String(error);
+    throw new MessageError('invalid_msgpack', `${kind}: not a single msgpack value (${detail})`, {
+      cause: error,
+    });
+  }
+  if (!(value instanceof Map)) {
+    throw new MessageError('not_a_map', `${kind}: expected a msgpack map, got ${describe(value)}`);
+  }
+  return value;
+}
+
+function requiredString(kind: Kind, map: Map<unknown, unknown>, key: string): string {
+  const value = map.get(key);
+  if (value === undefined || value === null) {
+    throw new MessageError('missing_field', `${kind}: required key "${key}" is missing`, { field: key });
+  }
+  checkString(kind, key, value);
+  return value;
+}
+
+function optionalString(kind: Kind, map: Map<unknown, unknown>, key: string): string {
+  const value = map.get(key);
+  if (value === undefined || value === null) return '';
+  checkString(kind, key, value);
+  return value;
+}
+
+function optionalStringMap(
+  kind: Kind,
+  map: Map<unknown, unknown>,
+  key: 'headers' | 'query',
+): Record<string, string> {
+  const value = map.get(key);
+  if (value === undefined || value === null) return {};
+  if (!(value instanceof Map)) {
+    throw new MessageError(
+      'wrong_type',
+      `${kind}: "${key}" must be a map of string to string, got ${describe(value)}`,
+      {
+        field: key,
+      },
+    );
+  }
+  if (value.size > MAX_HEADERS) {
+    throw new MessageError(
+      'limit_exceeded',
+      `${kind}: "${key}" has ${value.size} entries, at most ${MAX_HEADERS}`,
+      {
+        field: key,
+      },
+    );
+  }
+  const out: Record<string, string> = {};
+  for (const [name, entry] of value) {
+    if (typeof name !== 'string') {
+      throw new MessageError(
+        'wrong_type',
+        `${kind}: "${key}" has a ${describe(name)} key, keys must be strings`,
+        {
+          field: key,
+        },
+      );
+    }
+    checkEntry(kind, key, name, entry);
+    Object.defineProperty(out, name, { value: entry, enumerable: true, writable: true, configurable: true });
+  }
+  return out;
+}
+
+function optionalBody(kind: Kind, map: Map<unknown, unknown>): Uint8Array {
+  const value = map.get('body');
+  if (value === undefined || value === null) return new Uint8Array(0);
+  if (typeof value === 'string') return Buffer.from(value, 'utf8');
+  if (value instanceof Uint8Array) return value;
+  throw new MessageError('wrong_type', `${kind}: "body" must be bin or str, got ${describe(value)}`, {
+    field: 'body',
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// checks shared by encoders and decoders
+
+function checkString(kind: Kind, key: string, value: unknown): asserts value is string {
+  if (typeof value !== 'string') {
+    throw new MessageError('wrong_type', `${kind}: "${key}" must be a string, got ${describe(value)}`, {
+      field: key,
+    });
+  }
+}
+
+function checkUuid(kind: Kind, uuid: string): void {
+  if (uuid.length > MAX_UUID_CHARS) {
+    throw new MessageError(
+      'limit_exceeded',
+      `${kind}: "uuid" has ${uuid.length} characters, at most ${MAX_UUID_CHARS}`,
+      { field: 'uuid' },
+    );
+  }
+}
+
+function checkRequestUri(kind: Kind, uri: string): void {
+  const bytes = Buffer.byteLength(uri, 'utf8');
+  if (bytes > MAX_REQUEST_URI_BYTES) {
+    throw new MessageError(
+      'limit_exceeded',
+      `${kind}: "request_uri" has ${bytes} bytes, at most ${MAX_REQUEST_URI_BYTES}`,
+      { field: 'request_uri' },
+    );
+  }
+}
+
+function checkStatus(kind: Kind, status: unknown): asserts status is number {
+  if (typeof status !== 'number' || !Number.isInteger(status) || status < 100 || status > 599) {
+    throw new MessageError(
+      'wrong_type',
+      `${kind}: "http_status" must be an integer in [100, 599], got ${describe(status)}`,
+      { field: 'http_status' },
+    );
+  }
+}
+
+function checkBytes(kind: Kind, key: string, value: unknown): asserts value is Uint8Array {
+  if (!(value instanceof Uint8Array)) {
+    throw new MessageError('wrong_type', `${kind}: "${key}" must be a Uint8Array, got ${describe(value)}`, {
+      field: key,
+    });
+  }
+}
+
+function checkStringMap(
+  kind: Kind,
+  key: 'headers' | 'query',
+  value: unknown,
+): asserts value is Record<string, string> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value) || value instanceof Uint8Array) {
+    throw new MessageError(
+      'wrong_type',
+      `${kind}: "${key}" must be an object of strings, got ${describe(value)}`,
+      {
+        field: key,
+      },
+    );
+  }
+  const entries = Object.entries(value);
+  if (entries.length > MAX_HEADERS) {
+    throw new MessageError(
+      'limit_exceeded',
+      `${kind}: "${key}" has ${entries.length} entries, at most ${MAX_HEADERS}`,
+      { field: key },
+    );
+  }
+  for (const [name, entry] of entries) checkEntry(kind, key, name, entry);
+}
+
+function checkEntry(kind: Kind, key: string, name: string, entry: unknown): asserts entry is string {
+  const field = `${key}.${name}`;
+  if (typeof entry !== 'string') {
+    throw new MessageError('wrong_type', `${kind}: "${field}" must be a string, got ${describe(entry)}`, {
+      field,
+    });
+  }
+  const nameBytes = Buffer.byteLength(name, 'utf8');
+  if (nameBytes > MAX_HEADER_VALUE_BYTES) {
+    throw new MessageError(
+      'limit_exceeded',
+      `${kind}: a "${key}" name has ${nameBytes} bytes, at most ${MAX_HEADER_VALUE_BYTES}`,
+      { field: key },
+    );
+  }
+  const valueBytes = Buffer.byteLength(entry, 'utf8');
+  if (valueBytes > MAX_HEADER_VALUE_BYTES) {
+    throw new MessageError(
+      'limit_exceeded',
+      `${kind}: "${field}" has ${valueBytes} bytes, at most ${MAX_HEADER_VALUE_BYTES}`,
+      { field },
+    );
+  }
+}
+
+function describe(value: unknown): string {
+  if (value === null) return 'nil';
+  if (value === undefined) return 'nothing';
+  if (value instanceof Map) return 'a map';
+  if (Array.isArray(value)) return 'an array';
+  if (value instanceof Uint8Array) return 'bin';
+  if (typeof value === 'string') return 'str';
+  if (typeof value === 'number') return Number.isInteger(value) ? `int ${value}` : `float ${value}`;
+  if (typeof value === 'bigint') return `int ${value}`;
+  if (typeof value === 'boolean') return `bool ${value}`;
+  if (typeof value === 'object')
+    return `${value.constructor?.name ?? 'object'} (msgpack ext or unsupported type)`;
+  return typeof value;
+}
