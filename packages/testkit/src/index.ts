@@ -1,0 +1,3 @@
+// @svc/testkit: private helpers for cross-component tests.
+export { startTestIssuer } from './issuer.ts';
+export type { Forgery, MintClaims, TestIssuer, TestIssuerOptions } from './issuer.ts';
