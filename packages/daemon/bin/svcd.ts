@@ -1,0 +1,22 @@
+#!/usr/bin/env node
+// svcd: the svc daemon. Configuration: config/config.yaml, work/config/config.yaml, SVC_* variables.
+import { ConfigError, loadConfig } from '../src/config/config.ts';
+import { startDaemon } from '../src/daemon.ts';
+
+try {
+  const config = await loadConfig();
+  const daemon = await startDaemon(config, { logToStderr: process.stderr.isTTY || process.env['SVC_LOG_STDERR'] === '1' });
+  process.stdout.write(
+    `svcd listening: REST/WSS https://${config.listenAddress}:${daemon.ports.rest}  TCP ${config.listenAddress}:${daemon.ports.tcp}  (home ${config.home})\n`,
+  );
+  const stop = (signal: string): void => {
+    daemon.logger.info('signal received', { signal });
+    void daemon.close().then(() => process.exit(0));
+  };
+  process.once('SIGTERM', () => stop('SIGTERM'));
+  process.once('SIGINT', () => stop('SIGINT'));
+} catch (error) {
+  const message = error instanceof ConfigError ? error.message : error instanceof Error ? error.message : String(error);
+  process.stderr.write(`svcd: cannot start: ${message}\n`);
+  process.exit(1);
+}

@@ -1,0 +1,16 @@
+// The operation table: every API operation of the daemon, whatever transport carries it.
+import type { Services } from '../services.ts';
+import type { Operation } from '../types.ts';
+import { appOperations } from './apps.ts';
+import { authzOperations } from './authz.ts';
+import { discoveryOperations } from './discovery.ts';
+import { hostOperations } from './host.ts';
+import { runOperations } from './runs.ts';
+
+export const operations: readonly Operation<Services>[] = [
+  ...appOperations,
+  ...runOperations,
+  ...hostOperations,
+  ...authzOperations,
+  ...discoveryOperations,
+];

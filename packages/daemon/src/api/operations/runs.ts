@@ -1,0 +1,74 @@
+// One-off runs: POST /svc/app/run (async) and /svc/app/syncrun (wait for the exit).
+import { SvcError } from '@svc/protocol';
+import { json, parseJsonBody, text } from '../responses.ts';
+import type { Services } from '../services.ts';
+import type { Operation, OperationContext } from '../types.ts';
+import { requireAppPermission } from './apps.ts';
+import { optionalDurationMs } from './query.ts';
+
+const MAX_RUN_SECONDS = 24 * 3600;
+
+function runInput(context: OperationContext<Services>): { input: unknown; timeoutSeconds: number; lifecycleSeconds: number } {
+  const input = parseJsonBody(context.request.body);
+  if (typeof input !== 'object' || input === null || Array.isArray(input))
+    throw new SvcError('invalid_app', 'the run definition must be a JSON object');
+  const record = input as Record<string, unknown>;
+  // `{name}` without a command runs a copy of an existing app: the caller needs access to it.
+  if (record['command'] === undefined) {
+    if (typeof record['name'] !== 'string') throw new SvcError('invalid_app', 'name: required when no command is given');
+    requireAppPermission(context, record['name'], 'app-view');
+  }
+  const timeoutMs = optionalDurationMs(context.request.query, 'timeout');
+  const lifecycleMs = optionalDurationMs(context.request.query, 'lifecycle');
+  for (const [key, ms] of [['timeout', timeoutMs], ['lifecycle', lifecycleMs]] as const)
+    if (ms !== undefined && ms > MAX_RUN_SECONDS * 1000) throw new SvcError('invalid_query', `${key}: at most ${MAX_RUN_SECONDS} seconds`);
+  return {
+    input,
+    timeoutSeconds: timeoutMs === undefined ? 0 : timeoutMs / 1000,
+    lifecycleSeconds: lifecycleMs === undefined ? 0 : lifecycleMs / 1000,
+  };
+}
+
+export const runOperations: Operation<Services>[] = [
+  {
+    id: 'runApplication',
+    method: 'POST',
+    path: '/svc/app/run',
+    access: { kind: 'permission', permission: 'app-run-async' },
+    summary: 'Start a one-off run; returns the transient app name and process uuid',
+    jsonBody: true,
+    query: [
+      { name: 'timeout', description: 'stop the run after this duration' },
+      { name: 'lifecycle', description: 'remove the transient app this long after it exits' },
+    ],
+    async handle(context) {
+      const { input, timeoutSeconds, lifecycleSeconds } = runInput(context);
+      const result = await context.services.supervisor.run(
+        input,
+        { timeoutSeconds, lifecycleSeconds },
+        context.principal!.id,
+      );
+      return json(result);
+    },
+  },
+  {
+    id: 'syncRunApplication',
+    method: 'POST',
+    path: '/svc/app/syncrun',
+    access: { kind: 'permission', permission: 'app-run-sync' },
+    summary: 'Run to completion; returns the output with X-Exit-Code',
+    jsonBody: true,
+    query: [{ name: 'timeout', description: 'stop the run after this duration (default 10 s)' }],
+    async handle(context) {
+      const { input, timeoutSeconds } = runInput(context);
+      const result = await context.services.supervisor.syncRun(
+        input,
+        { timeoutSeconds: timeoutSeconds === 0 ? 10 : timeoutSeconds, lifecycleSeconds: 0 },
+        context.principal!.id,
+      );
+      const headers: Record<string, string> = {};
+      if (result.exitCode !== undefined) headers['x-exit-code'] = String(result.exitCode);
+      return text(result.output, 200, headers);
+    },
+  },
+];

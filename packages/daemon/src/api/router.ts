@@ -1,0 +1,89 @@
+// Matches a method and path against the operation table. Path segments are percent-decoded one by
+// one after splitting, so an encoded "/" inside a principal id never creates a new segment.
+import { SvcError } from '@svc/protocol';
+import type { Operation } from './types.ts';
+
+/** Names in paths (`{name}`, `{key}`, `{role}`) must match this; principal ids are free-form. */
+export const NAME_PATTERN = /^[A-Za-z0-9_.-]{1,128}$/;
+const MAX_PATH_LENGTH = 4096;
+
+interface CompiledRoute<S> {
+  operation: Operation<S>;
+  segments: readonly ({ literal: string } | { param: string })[];
+}
+
+export interface RouteMatch<S> {
+  operation: Operation<S>;
+  params: Record<string, string>;
+}
+
+/** Parameters validated against NAME_PATTERN. `id` (principal ids) is length-checked only. */
+const NAME_PARAMS = new Set(['name', 'key', 'role']);
+
+export class Router<S> {
+  readonly #routes: CompiledRoute<S>[];
+
+  constructor(operations: readonly Operation<S>[]) {
+    this.#routes = operations.map((operation) => ({
+      operation,
+      segments: operation.path
+        .split('/')
+        .slice(1)
+        .map((part) => (part.startsWith('{') ? { param: part.slice(1, -1) } : { literal: part })),
+    }));
+  }
+
+  match(method: string, path: string): RouteMatch<S> {
+    if (path.length > MAX_PATH_LENGTH) throw new SvcError('bad_request', 'request path is too long');
+    if (!path.startsWith('/')) throw new SvcError('bad_request', 'request path must start with "/"');
+    const parts = path.split('/').slice(1);
+    let pathMatched = false;
+    for (const route of this.#routes) {
+      const params = matchSegments(route.segments, parts);
+      if (params === undefined) continue;
+      pathMatched = true;
+      if (route.operation.method !== method) continue;
+      validateParams(params);
+      return { operation: route.operation, params };
+    }
+    if (pathMatched) throw new SvcError('method_not_allowed', `method ${method} is not allowed on ${path}`);
+    throw new SvcError('route_not_found', `no operation at ${path}`);
+  }
+}
+
+function matchSegments(
+  segments: CompiledRoute<unknown>['segments'],
+  parts: readonly string[],
+): Record<string, string> | undefined {
+  if (segments.length !== parts.length) return undefined;
+  const params: Record<string, string> = {};
+  for (let i = 0; i < segments.length; i++) {
+    const segment = segments[i]!;
+    const part = parts[i]!;
+    if ('literal' in segment) {
+      if (segment.literal !== part) return undefined;
+    } else {
+      if (part.length === 0) return undefined;
+      let decoded: string;
+      try {
+        decoded = decodeURIComponent(part);
+      } catch (cause) {
+        throw new SvcError('bad_request', `path segment is not valid percent-encoding`, { cause });
+      }
+      params[segment.param] = decoded;
+    }
+  }
+  return params;
+}
+
+function validateParams(params: Record<string, string>): void {
+  for (const [key, value] of Object.entries(params)) {
+    if (NAME_PARAMS.has(key)) {
+      if (!NAME_PATTERN.test(value) || value === '.' || value === '..') {
+        throw new SvcError('invalid_name', `${key} must match ^[A-Za-z0-9_.-]{1,128}$ and not be "." or ".."`);
+      }
+    } else if (value.length > 512 || /[\u0000-\u001f]/.test(value)) {
+      throw new SvcError('invalid_name', `${key} is too long or contains control characters`);
+    }
+  }
+}

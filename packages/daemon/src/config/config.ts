@@ -1,0 +1,207 @@
+// Effective configuration: config/config.yaml, overlaid by work/config/config.yaml, overlaid by
+// environment variables (CONTRACT §3). Every value is validated; a bad file or variable stops the
+// daemon with a message naming the source and the key.
+import { readFile } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+
+/** The repository root (two levels above packages/daemon/src/config). */
+export const INSTALL_ROOT = resolve(import.meta.dirname, '../../../..');
+
+const port = z.number().int().min(0).max(65535);
+
+/** Keys an operator may set in config files (snake_case as on disk). */
+const fileSchema = z
+  .object({
+    listen_address: z.string().min(1),
+    rest_port: port,
+    tcp_port: port,
+    agent_port: port,
+    metrics_port: port.nullable(),
+    host_name: z.string().min(1).max(253),
+    auth_mode: z.enum(['builtin', 'external']),
+    oidc_issuer: z.string().url(),
+    oidc_audience: z.string().min(1),
+    issuer_port: port,
+    log_level: z.enum(['debug', 'info', 'warn', 'error']),
+    labels: z.record(z.string().regex(/^[A-Za-z0-9_.-]{1,128}$/), z.string().max(1024)),
+    forward_targets: z.array(z.string()),
+    registry_url: z.string().nullable(),
+    tls: z
+      .object({ cert_file: z.string(), key_file: z.string(), ca_file: z.string().optional() })
+      .strict()
+      .nullable(),
+    limits: z
+      .object({
+        max_body_bytes: z.number().int().min(1024),
+        max_frame_bytes: z.number().int().min(1024).max(256 * 1024 * 1024),
+        max_connections: z.number().int().min(1),
+        max_connections_per_ip: z.number().int().min(1),
+        headers_timeout_ms: z.number().int().min(100),
+        request_timeout_ms: z.number().int().min(100),
+        idle_timeout_ms: z.number().int().min(100),
+      })
+      .partial()
+      .strict(),
+    stop_grace_seconds: z.number().min(0).max(3600),
+  })
+  .partial()
+  .strict();
+
+export type ConfigFile = z.infer<typeof fileSchema>;
+
+export interface Limits {
+  maxBodyBytes: number;
+  maxFrameBytes: number;
+  maxConnections: number;
+  maxConnectionsPerIp: number;
+  headersTimeoutMs: number;
+  requestTimeoutMs: number;
+  idleTimeoutMs: number;
+}
+
+export interface DaemonConfig {
+  home: string;
+  workDir: string;
+  listenAddress: string;
+  restPort: number;
+  tcpPort: number;
+  agentPort: number;
+  metricsPort: number | undefined;
+  hostName: string;
+  authMode: 'builtin' | 'external';
+  oidcIssuer: string;
+  oidcAudience: string;
+  issuerPort: number;
+  passwordFlow: boolean;
+  logLevel: 'debug' | 'info' | 'warn' | 'error';
+  labels: Record<string, string>;
+  forwardTargets: string[];
+  registryUrl: string | undefined;
+  tls: { certFile: string; keyFile: string; caFile: string | undefined } | undefined;
+  limits: Limits;
+  stopGraceMs: number;
+}
+
+export const DEFAULT_LIMITS: Limits = {
+  maxBodyBytes: 16 * 1024 * 1024,
+  maxFrameBytes: 256 * 1024 * 1024,
+  maxConnections: 4096,
+  maxConnectionsPerIp: 1024,
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 120_000,
+  idleTimeoutMs: 120_000,
+};
+
+export class ConfigError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'ConfigError';
+  }
+}
+
+export async function readConfigFile(file: string): Promise<ConfigFile> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (cause) {
+    if ((cause as NodeJS.ErrnoException).code === 'ENOENT') return {};
+    throw new ConfigError(`cannot read ${file}: ${(cause as Error).message}`, { cause });
+  }
+  let raw: unknown;
+  try {
+    raw = parseYaml(text, { maxAliasCount: 100 }) ?? {};
+  } catch (cause) {
+    throw new ConfigError(`${file}: not valid YAML: ${(cause as Error).message}`, { cause });
+  }
+  const parsed = fileSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new ConfigError(`${file}: ${issue.path.join('.') || '(root)'}: ${issue.message}`);
+  }
+  return parsed.data;
+}
+
+function envPort(env: NodeJS.ProcessEnv, key: string): number | undefined {
+  const value = env[key];
+  if (value === undefined || value === '') return undefined;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new ConfigError(`${key}: not a port number: ${value}`);
+  return n;
+}
+
+function envFlag(env: NodeJS.ProcessEnv, key: string): boolean | undefined {
+  const value = env[key]?.toLowerCase();
+  if (value === undefined || value === '') return undefined;
+  if (['1', 'true', 'on', 'yes'].includes(value)) return true;
+  if (['0', 'false', 'off', 'no'].includes(value)) return false;
+  throw new ConfigError(`${key}: expected on/off or true/false, got ${value}`);
+}
+
+export async function loadConfig(env: NodeJS.ProcessEnv = process.env): Promise<DaemonConfig> {
+  const home = resolve(env['SVC_HOME'] ?? INSTALL_ROOT);
+  const workDir = join(home, 'work');
+  const base = await readConfigFile(join(home, 'config', 'config.yaml'));
+  const overrides = await readConfigFile(join(workDir, 'config', 'config.yaml'));
+  const file: ConfigFile = { ...base, ...overrides, limits: { ...base.limits, ...overrides.limits } };
+
+  const authModeEnv = env['SVC_AUTH_MODE'];
+  if (authModeEnv !== undefined && authModeEnv !== '' && authModeEnv !== 'builtin' && authModeEnv !== 'external')
+    throw new ConfigError(`SVC_AUTH_MODE: expected builtin or external, got ${authModeEnv}`);
+  const authMode = (authModeEnv || file.auth_mode) ?? 'builtin';
+  const issuerPort = envPort(env, 'SVC_ISSUER_PORT') ?? file.issuer_port ?? 6062;
+  const issuerEnv = env['SVC_OIDC_ISSUER'];
+  if (issuerEnv !== undefined && issuerEnv !== '' && !URL.canParse(issuerEnv))
+    throw new ConfigError(`SVC_OIDC_ISSUER: not a URL`);
+  const oidcIssuer = (issuerEnv || file.oidc_issuer) ?? `http://127.0.0.1:${issuerPort}/auth`;
+  if (authMode === 'external' && !issuerEnv && file.oidc_issuer === undefined)
+    throw new ConfigError('external auth mode needs SVC_OIDC_ISSUER (or oidc_issuer in config.yaml)');
+
+  const limits: Limits = {
+    maxBodyBytes: file.limits?.max_body_bytes ?? DEFAULT_LIMITS.maxBodyBytes,
+    maxFrameBytes: file.limits?.max_frame_bytes ?? DEFAULT_LIMITS.maxFrameBytes,
+    maxConnections: file.limits?.max_connections ?? DEFAULT_LIMITS.maxConnections,
+    maxConnectionsPerIp: file.limits?.max_connections_per_ip ?? DEFAULT_LIMITS.maxConnectionsPerIp,
+    headersTimeoutMs: file.limits?.headers_timeout_ms ?? DEFAULT_LIMITS.headersTimeoutMs,
+    requestTimeoutMs: file.limits?.request_timeout_ms ?? DEFAULT_LIMITS.requestTimeoutMs,
+    idleTimeoutMs: file.limits?.idle_timeout_ms ?? DEFAULT_LIMITS.idleTimeoutMs,
+  };
+
+  const forwardEnv = env['SVC_FORWARD_TARGETS'];
+  const metricsPort = envPort(env, 'SVC_METRICS_PORT') ?? file.metrics_port ?? undefined;
+  const registryUrl = (env['SVC_REGISTRY_URL'] || file.registry_url) ?? undefined;
+  return {
+    home,
+    workDir,
+    listenAddress: (env['SVC_LISTEN_ADDRESS'] || file.listen_address) ?? '127.0.0.1',
+    restPort: envPort(env, 'SVC_REST_PORT') ?? file.rest_port ?? 6058,
+    tcpPort: envPort(env, 'SVC_TCP_PORT') ?? file.tcp_port ?? 6059,
+    agentPort: envPort(env, 'SVC_AGENT_PORT') ?? file.agent_port ?? 6060,
+    metricsPort,
+    hostName: (env['SVC_HOST_NAME'] || file.host_name) ?? hostname(),
+    authMode,
+    oidcIssuer: oidcIssuer.replace(/\/+$/, ''),
+    oidcAudience: (env['SVC_OIDC_AUDIENCE'] || file.oidc_audience) ?? 'svc-api',
+    issuerPort,
+    passwordFlow: authMode === 'builtin' && (envFlag(env, 'SVC_AUTH_PASSWORD_FLOW') ?? true),
+    logLevel: file.log_level ?? 'info',
+    labels: file.labels ?? {},
+    forwardTargets:
+      forwardEnv !== undefined && forwardEnv !== ''
+        ? forwardEnv.split(',').map((s) => s.trim()).filter(Boolean)
+        : (file.forward_targets ?? []),
+    registryUrl,
+    tls:
+      file.tls == null
+        ? undefined
+        : {
+            certFile: resolve(home, file.tls.cert_file),
+            keyFile: resolve(home, file.tls.key_file),
+            caFile: file.tls.ca_file === undefined ? undefined : resolve(home, file.tls.ca_file),
+          },
+    limits,
+    stopGraceMs: (file.stop_grace_seconds ?? 5) * 1000,
+  };
+}

@@ -1,0 +1,165 @@
+// Assembles svcd: configuration → work directory → TLS → secrets → authorization → supervisor →
+// one dispatcher → three transports (HTTPS REST + WSS on the REST port, TLS TCP). Listeners bind
+// first so that ephemeral ports are known before managed processes receive SVC_DAEMON_URL;
+// requests that arrive before the supervisor is ready wait for it.
+import { randomBytes } from 'node:crypto';
+import { chmod, mkdir, readFile } from 'node:fs/promises';
+import type { Server as HttpsServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import type { Server as TlsServer } from 'node:tls';
+import { join } from 'node:path';
+import { createDispatcher, type Authenticator } from './api/dispatcher.ts';
+import { operations } from './api/operations/index.ts';
+import { Router } from './api/router.ts';
+import type { Services } from './api/services.ts';
+import type { ApiRequest, ApiResponse } from './api/types.ts';
+import { authorize, wwwAuthenticate } from './auth/authorizer.ts';
+import { PolicyStore } from './auth/policy-store.ts';
+import { createOidcTokenVerifier } from './auth/token-verifier.ts';
+import type { DaemonConfig } from './config/config.ts';
+import { HostConfigStore } from './config/host-config-store.ts';
+import { PortsFile } from './config/ports-file.ts';
+import { createLogger, type Logger } from './log/logger.ts';
+import { loadOrCreateMasterKey } from './model/secret-crypter.ts';
+import { createSupervisor } from './supervisor/supervisor.ts';
+import { loadTlsMaterial } from './tls/certificates.ts';
+import { ConnectionGuard } from './transports/connection-guard.ts';
+import { createRestServer } from './transports/rest-transport.ts';
+import { createTcpServer } from './transports/tcp-transport.ts';
+import { attachWsTransport } from './transports/ws-transport.ts';
+import { writeFileAtomic } from './util/atomic-file.ts';
+
+export interface RunningDaemon {
+  readonly config: DaemonConfig;
+  readonly ports: { rest: number; tcp: number };
+  readonly logger: Logger;
+  /** Stop listening and detach from managed processes (they keep running). */
+  close(): Promise<void>;
+}
+
+/** Seed of the authorization policy in builtin mode (CONTRACT §8). */
+export const BUILTIN_SEED: Record<string, string[]> = {
+  admin: ['svc-admin'],
+  guest: ['svc-viewer'],
+  'client:svc-automation': ['svc-maintenance'],
+};
+
+async function loadProcessKeySecret(file: string): Promise<Buffer> {
+  try {
+    const hex = (await readFile(file, 'utf8')).trim();
+    if (/^[0-9a-f]{64}$/.test(hex)) return Buffer.from(hex, 'hex');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+  }
+  const secret = randomBytes(32);
+  await writeFileAtomic(file, secret.toString('hex') + '\n', 0o600);
+  return secret;
+}
+
+function listen(server: HttpsServer | TlsServer, port: number, host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve((server.address() as AddressInfo).port);
+    });
+  });
+}
+
+function urlHost(address: string): string {
+  return address.includes(':') ? `[${address}]` : address;
+}
+
+export async function startDaemon(config: DaemonConfig, options: { logToStderr?: boolean } = {}): Promise<RunningDaemon> {
+  const work = config.workDir;
+  await mkdir(work, { recursive: true, mode: 0o700 });
+  await chmod(work, 0o700);
+  for (const dir of ['apps', 'stdout', 'config', 'auth/secrets', 'ssl'])
+    await mkdir(join(work, dir), { recursive: true, mode: 0o700 });
+  const logger = createLogger({
+    file: join(work, 'server.log'),
+    level: config.logLevel,
+    stderr: options.logToStderr ?? false,
+  });
+
+  const tls = await loadTlsMaterial({ workDir: work, hostName: config.hostName, configured: config.tls });
+  const crypter = await loadOrCreateMasterKey(join(work, 'auth', 'secrets', 'secret-master-key'));
+  const policy = await PolicyStore.open(join(work, 'auth', 'policy.yaml'), {
+    seed: config.authMode === 'builtin' ? BUILTIN_SEED : {},
+  });
+  const verifier = createOidcTokenVerifier({ issuer: config.oidcIssuer, audience: config.oidcAudience });
+  const hostConfig = await HostConfigStore.open(config);
+  const guard = new ConnectionGuard(config.limits);
+
+  let restBaseUrl = '';
+  const auth: Authenticator = {
+    async authenticate(token) {
+      const verified = await verifier.verify(token);
+      return policy.resolve(verified.principalId, verified.expiresAt);
+    },
+    authorize,
+    challenge: (description) =>
+      wwwAuthenticate(
+        description === undefined ? undefined : 'invalid_token',
+        `${restBaseUrl}/.well-known/oauth-protected-resource`,
+        description,
+      ),
+  };
+
+  // Listeners first (ephemeral ports become known), then the supervisor; requests wait for it.
+  let resolveReady!: (dispatch: (request: ApiRequest) => Promise<ApiResponse>) => void;
+  const ready = new Promise<(request: ApiRequest) => Promise<ApiResponse>>((resolve) => (resolveReady = resolve));
+  const gate = async (request: ApiRequest): Promise<ApiResponse> => (await ready)(request);
+
+  const rest = createRestServer({ tls, dispatch: gate, limits: config.limits, guard, logger });
+  attachWsTransport(rest, { dispatch: gate, auth, limits: config.limits, logger });
+  const tcp = createTcpServer({ tls, dispatch: gate, limits: config.limits, guard, logger });
+  const restPort = await listen(rest, config.restPort, config.listenAddress);
+  const tcpPort = await listen(tcp, config.tcpPort, config.listenAddress);
+  restBaseUrl = `https://${urlHost(config.listenAddress)}:${restPort}`;
+
+  const supervisor = await createSupervisor({
+    workDir: work,
+    crypter,
+    daemonUrl: restBaseUrl,
+    logger: logger.child({ component: 'supervisor' }),
+    stopGraceMs: config.stopGraceMs,
+    bundledAppsDir: join(config.home, 'apps'),
+    processKeySecret: await loadProcessKeySecret(join(work, 'auth', 'process-key.secret')),
+  });
+
+  const services: Services = {
+    config,
+    hostConfig,
+    supervisor,
+    policy,
+    logger,
+    restBaseUrl: () => restBaseUrl,
+  };
+  resolveReady(createDispatcher({ router: new Router(operations), services, auth, logger }));
+
+  const portsFile = new PortsFile(work);
+  await portsFile.set('rest', restPort);
+  await portsFile.set('tcp', tcpPort);
+  logger.info('svcd started', { rest: restPort, tcp: tcpPort, home: config.home, auth_mode: config.authMode });
+
+  let closing: Promise<void> | undefined;
+  return {
+    config,
+    ports: { rest: restPort, tcp: tcpPort },
+    logger,
+    close() {
+      closing ??= (async () => {
+        logger.info('svcd stopping; managed processes keep running');
+        await Promise.all([
+          new Promise<void>((resolve) => rest.close(() => resolve())),
+          new Promise<void>((resolve) => tcp.close(() => resolve())),
+        ]);
+        rest.closeAllConnections();
+        await supervisor.detach();
+        await logger.close();
+      })();
+      return closing;
+    },
+  };
+}

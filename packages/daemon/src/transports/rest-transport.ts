@@ -1,0 +1,159 @@
+// HTTPS REST on the daemon's REST port. The same server accepts WebSocket upgrades (sub-protocol
+// `svc-ws`), handled by ws-transport.ts. This file only translates HTTP to ApiRequest and back.
+import { createServer, type Server } from 'node:https';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import { SvcError } from '@svc/protocol';
+import type { Dispatch } from '../api/dispatcher.ts';
+import { errorResponse } from '../api/responses.ts';
+import type { ApiResponse } from '../api/types.ts';
+import type { Limits } from '../config/config.ts';
+import type { Logger } from '../log/logger.ts';
+import type { TlsMaterial } from '../tls/certificates.ts';
+import type { ConnectionGuard } from './connection-guard.ts';
+import { splitTarget } from './http-target.ts';
+
+export interface RestTransportOptions {
+  tls: TlsMaterial;
+  dispatch: Dispatch;
+  limits: Limits;
+  guard: ConnectionGuard;
+  logger: Logger;
+}
+
+const METHODS = new Set(['GET', 'PUT', 'POST', 'DELETE']);
+
+export function createRestServer(options: RestTransportOptions): Server {
+  const { dispatch, limits, guard, logger } = options;
+  const server = createServer({
+    key: options.tls.key,
+    cert: options.tls.cert,
+    minVersion: 'TLSv1.2',
+    handshakeTimeout: limits.headersTimeoutMs,
+    headersTimeout: limits.headersTimeoutMs,
+    requestTimeout: limits.requestTimeoutMs,
+    keepAliveTimeout: 5_000,
+    maxHeaderSize: 32 * 1024,
+  });
+  server.maxConnections = limits.maxConnections;
+
+  server.on('connection', (socket: Socket) => {
+    const release = guard.admit(socket.remoteAddress ?? 'unknown');
+    if (release === undefined) {
+      logger.warn('connection refused: too many connections', { remote: socket.remoteAddress, listener: 'rest' });
+      socket.destroy();
+      return;
+    }
+    socket.once('close', release);
+  });
+  server.on('tlsClientError', (error, socket) => {
+    logger.debug('TLS handshake failed', { remote: socket.remoteAddress, error });
+  });
+  server.on('clientError', (error, socket) => {
+    logger.debug('malformed HTTP request', { error });
+    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+    else socket.destroy();
+  });
+
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    handle(req, res).catch((error: unknown) => {
+      logger.error('REST handler failed', { error: error as Error });
+      if (!res.headersSent) send(res, errorResponse(new SvcError('internal', 'internal error', { cause: error })));
+      else res.destroy();
+    });
+  });
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const method = req.method ?? 'GET';
+    if (!METHODS.has(method)) {
+      req.resume();
+      send(res, errorResponse(new SvcError('method_not_allowed', `method ${method} is not supported`)));
+      return;
+    }
+    let target: ReturnType<typeof splitTarget>;
+    try {
+      target = splitTarget(req.url ?? '/');
+    } catch (error) {
+      req.resume();
+      send(res, errorResponse(error as SvcError));
+      return;
+    }
+    const declared = Number(req.headers['content-length'] ?? 0);
+    if (declared > limits.maxBodyBytes) {
+      send(res, tooLarge(limits.maxBodyBytes), true);
+      return;
+    }
+    const body = await readBody(req, limits.maxBodyBytes);
+    if (body === undefined) {
+      send(res, tooLarge(limits.maxBodyBytes), true);
+      return;
+    }
+    const headers: Record<string, string> = {};
+    for (const [key, value] of Object.entries(req.headers)) {
+      if (value !== undefined) headers[key] = Array.isArray(value) ? value.join(', ') : value;
+    }
+    const response = await dispatch({
+      method,
+      path: target.path,
+      query: target.query,
+      headers,
+      body,
+      transport: 'rest',
+      remoteAddress: req.socket.remoteAddress ?? 'unknown',
+      connection: undefined,
+    });
+    send(res, response);
+  }
+
+  return server;
+}
+
+function tooLarge(limit: number): ApiResponse {
+  return errorResponse(new SvcError('payload_too_large', `request body exceeds ${limit} bytes`));
+}
+
+/** Reads the body up to `limit` bytes; undefined when it is larger (the rest is not buffered). */
+function readBody(req: IncomingMessage, limit: number): Promise<Uint8Array | undefined> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let settled = false;
+    req.on('data', (chunk: Buffer) => {
+      if (settled) return;
+      size += chunk.length;
+      if (size > limit) {
+        settled = true;
+        chunks.length = 0;
+        resolve(undefined);
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on('end', () => {
+      if (!settled) {
+        settled = true;
+        resolve(Buffer.concat(chunks, size));
+      }
+    });
+    req.on('error', (error) => {
+      if (!settled) {
+        settled = true;
+        reject(error);
+      }
+    });
+  });
+}
+
+function send(res: ServerResponse, response: ApiResponse, close = false): void {
+  if (res.headersSent) return;
+  const headers: Record<string, string | number> = {
+    ...response.headers,
+    'content-type': response.contentType,
+    'content-length': response.body.byteLength,
+    'x-content-type-options': 'nosniff',
+    'cache-control': 'no-store',
+  };
+  if (close) headers['connection'] = 'close';
+  res.writeHead(response.status, headers);
+  res.end(response.body);
+}

@@ -1,0 +1,91 @@
+// TLS TCP API: 8-byte header (magic 0x07C707F8, big-endian body length) + msgpack body. A bad
+// magic, an oversized length or an undecodable message closes that connection only, after logging.
+import { createServer, type Server, type TLSSocket } from 'node:tls';
+import { FrameDecoder, FrameError, encodeFrameHeader } from '@svc/protocol';
+import type { Dispatch } from '../api/dispatcher.ts';
+import type { Limits } from '../config/config.ts';
+import type { Logger } from '../log/logger.ts';
+import type { TlsMaterial } from '../tls/certificates.ts';
+import type { ConnectionGuard } from './connection-guard.ts';
+import { WireSession } from './wire-session.ts';
+
+export interface TcpTransportOptions {
+  tls: TlsMaterial;
+  dispatch: Dispatch;
+  limits: Limits;
+  guard: ConnectionGuard;
+  logger: Logger;
+}
+
+export function createTcpServer(options: TcpTransportOptions): Server {
+  const { limits, guard, logger } = options;
+  const server = createServer({
+    key: options.tls.key,
+    cert: options.tls.cert,
+    minVersion: 'TLSv1.2',
+    handshakeTimeout: limits.headersTimeoutMs,
+  });
+  server.maxConnections = limits.maxConnections;
+  server.on('tlsClientError', (error, socket) => {
+    logger.debug('TLS handshake failed', { remote: socket.remoteAddress, error });
+  });
+  server.on('secureConnection', (socket: TLSSocket) => {
+    const remote = socket.remoteAddress ?? 'unknown';
+    const release = guard.admit(remote);
+    if (release === undefined) {
+      logger.warn('connection refused: too many connections', { remote, listener: 'tcp' });
+      socket.destroy();
+      return;
+    }
+    socket.setNoDelay(true);
+    socket.setKeepAlive(true, 30_000);
+    const decoder = new FrameDecoder({ maxBodyBytes: limits.maxFrameBytes });
+    const session = new WireSession({
+      transport: 'tcp',
+      remoteAddress: remote,
+      dispatch: options.dispatch,
+      logger,
+      sink: {
+        write: (bytes) => {
+          socket.cork();
+          socket.write(encodeFrameHeader(bytes.byteLength));
+          socket.write(bytes);
+          socket.uncork();
+        },
+        bufferedBytes: () => socket.writableLength,
+        pause: () => socket.pause(),
+        resume: () => socket.resume(),
+        close: () => socket.destroy(),
+      },
+    });
+    // A peer that starts a frame and then stalls is cut off after the request timeout.
+    let partialSince: number | undefined;
+    const stallTimer = setInterval(() => {
+      if (partialSince !== undefined && Date.now() - partialSince > limits.requestTimeoutMs) {
+        logger.warn('closing connection stalled mid-frame', { remote });
+        socket.destroy();
+      }
+    }, Math.min(limits.requestTimeoutMs, 5_000));
+    stallTimer.unref();
+    socket.on('data', (chunk: Buffer) => {
+      let bodies: Buffer[];
+      try {
+        bodies = decoder.push(chunk);
+      } catch (error) {
+        const reason = error instanceof FrameError ? error.reason : 'invalid_frame';
+        logger.warn('rejected TCP frame; closing connection', { remote, reason, detail: (error as Error).message });
+        socket.destroy();
+        return;
+      }
+      for (const body of bodies) session.receive(body);
+      partialSince = decoder.bufferedBytes > 0 ? (partialSince ?? Date.now()) : undefined;
+    });
+    socket.on('error', (error) => logger.debug('TCP socket error', { remote, error }));
+    socket.once('close', () => {
+      clearInterval(stallTimer);
+      release();
+      session.markClosed();
+    });
+  });
+  return server;
+}

@@ -1,0 +1,139 @@
+// One persistent connection (TCP or WSS) after framing: decodes Request messages, dispatches them
+// concurrently, writes Responses, and carries server pushes. Bounded everywhere: in-flight requests
+// pause the reader, and a peer that stops reading is disconnected once its output buffer is full.
+import { randomUUID } from 'node:crypto';
+import { MessageError, decodeRequest, encodeResponse, type Response } from '@svc/protocol';
+import { SvcError } from '@svc/protocol';
+import type { Dispatch } from '../api/dispatcher.ts';
+import type { PersistentConnection } from '../api/types.ts';
+import type { Logger } from '../log/logger.ts';
+import { toApiRequest, toWireError, toWireResponse } from './wire-adapter.ts';
+
+export interface WireSink {
+  /** Write one encoded message (the transport adds framing). */
+  write(bytes: Uint8Array): void;
+  /** Bytes queued in the socket and not yet sent. */
+  bufferedBytes(): number;
+  /** Stop / restart reading from the peer (back-pressure on request floods). */
+  pause(): void;
+  resume(): void;
+  /** Close the connection (protocol violation or slow consumer). */
+  close(reason: string): void;
+}
+
+export interface WireSessionOptions {
+  transport: 'tcp' | 'wss';
+  remoteAddress: string;
+  dispatch: Dispatch;
+  sink: WireSink;
+  logger: Logger;
+  /** Authorization header value presented at WSS upgrade, used when a frame carries none. */
+  upgradeAuthorization?: string | undefined;
+  maxInFlight?: number;
+  maxBufferedBytes?: number;
+}
+
+export class WireSession implements PersistentConnection {
+  readonly id = randomUUID();
+  readonly transport: 'tcp' | 'wss';
+  principalId: string | undefined = undefined;
+  readonly #options: WireSessionOptions;
+  readonly #closeCallbacks: (() => void)[] = [];
+  #inFlight = 0;
+  #paused = false;
+  #closed = false;
+
+  constructor(options: WireSessionOptions) {
+    this.#options = options;
+    this.transport = options.transport;
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** Handle one decoded frame body. Undecodable messages close the connection (spec: TCP framing). */
+  receive(body: Uint8Array): void {
+    if (this.#closed) return;
+    let message;
+    try {
+      message = decodeRequest(body);
+    } catch (error) {
+      const reason = error instanceof MessageError ? error.message : String(error);
+      this.#options.logger.warn('rejected undecodable message; closing connection', {
+        transport: this.transport,
+        remote: this.#options.remoteAddress,
+        reason,
+      });
+      this.#options.sink.close(`invalid message: ${reason}`);
+      return;
+    }
+    this.#inFlight++;
+    if (this.#inFlight >= (this.#options.maxInFlight ?? 256) && !this.#paused) {
+      this.#paused = true;
+      this.#options.sink.pause();
+    }
+    void this.#run(message).finally(() => {
+      this.#inFlight--;
+      if (this.#paused && this.#inFlight < (this.#options.maxInFlight ?? 256) / 2) {
+        this.#paused = false;
+        if (!this.#closed) this.#options.sink.resume();
+      }
+    });
+  }
+
+  async #run(message: ReturnType<typeof decodeRequest>): Promise<void> {
+    let response: Response;
+    try {
+      const request = toApiRequest(message, this, this.#options.remoteAddress);
+      const upgrade = this.#options.upgradeAuthorization;
+      const withAuth =
+        upgrade !== undefined && request.headers['authorization'] === undefined
+          ? { ...request, headers: { ...request.headers, authorization: upgrade } }
+          : request;
+      response = toWireResponse(message, await this.#options.dispatch(withAuth));
+    } catch (error) {
+      response = toWireError(
+        message,
+        error instanceof SvcError ? error : new SvcError('internal', 'internal error', { cause: error }),
+      );
+    }
+    this.#send(response);
+  }
+
+  #send(message: Response): boolean {
+    if (this.#closed) return false;
+    if (this.#options.sink.bufferedBytes() > (this.#options.maxBufferedBytes ?? 64 * 1024 * 1024)) {
+      this.#options.logger.warn('peer is not reading; closing connection', {
+        transport: this.transport,
+        remote: this.#options.remoteAddress,
+      });
+      this.#options.sink.close('slow consumer');
+      return false;
+    }
+    this.#options.sink.write(encodeResponse(message));
+    return true;
+  }
+
+  push(message: Response): boolean {
+    return this.#send(message);
+  }
+
+  onClose(callback: () => void): void {
+    if (this.#closed) callback();
+    else this.#closeCallbacks.push(callback);
+  }
+
+  /** Called by the transport when the underlying socket has closed. */
+  markClosed(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const callback of this.#closeCallbacks.splice(0)) {
+      try {
+        callback();
+      } catch (error) {
+        this.#options.logger.error('connection close callback failed', { error: error as Error });
+      }
+    }
+  }
+}

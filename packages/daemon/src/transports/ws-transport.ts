@@ -1,0 +1,85 @@
+// WSS on the REST port: an upgrade with sub-protocol `svc-ws`, then one msgpack Request per binary
+// frame and one Response (or server push) per binary frame back. The bearer presented at upgrade is
+// verified before the upgrade completes and pins the connection's principal.
+import type { IncomingMessage, Server } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { WebSocketServer, type WebSocket } from 'ws';
+import type { Authenticator, Dispatch } from '../api/dispatcher.ts';
+import type { Limits } from '../config/config.ts';
+import type { Logger } from '../log/logger.ts';
+import { WireSession } from './wire-session.ts';
+
+export const WS_SUBPROTOCOL = 'svc-ws';
+
+export interface WsTransportOptions {
+  dispatch: Dispatch;
+  auth: Authenticator;
+  limits: Limits;
+  logger: Logger;
+}
+
+export function attachWsTransport(server: Server, options: WsTransportOptions): WebSocketServer {
+  const { limits, logger } = options;
+  const wss = new WebSocketServer({
+    noServer: true,
+    maxPayload: limits.maxFrameBytes,
+    perMessageDeflate: false,
+    handleProtocols: (protocols) => (protocols.has(WS_SUBPROTOCOL) ? WS_SUBPROTOCOL : false),
+  });
+
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    void upgrade(req, socket, head);
+  });
+
+  async function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+    const reject = (status: number, reason: string): void => {
+      socket.end(`HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+    };
+    const protocols = (req.headers['sec-websocket-protocol'] ?? '').split(',').map((p) => p.trim());
+    if (!protocols.includes(WS_SUBPROTOCOL)) {
+      reject(400, 'Bad Request');
+      return;
+    }
+    const authorization = req.headers['authorization'];
+    let principalId: string | undefined;
+    if (authorization !== undefined) {
+      const match = /^Bearer +(\S+) *$/i.exec(authorization);
+      try {
+        if (match === null) throw new Error('not a bearer');
+        principalId = (await options.auth.authenticate(match[1]!)).id;
+      } catch {
+        reject(401, 'Unauthorized');
+        return;
+      }
+    }
+    wss.handleUpgrade(req, socket, head, (ws: WebSocket) => {
+      const remote = req.socket.remoteAddress ?? 'unknown';
+      const session = new WireSession({
+        transport: 'wss',
+        remoteAddress: remote,
+        dispatch: options.dispatch,
+        logger,
+        upgradeAuthorization: authorization,
+        sink: {
+          write: (bytes) => ws.send(bytes, { binary: true }),
+          bufferedBytes: () => ws.bufferedAmount,
+          pause: () => ws.pause(),
+          resume: () => ws.resume(),
+          close: (reason) => ws.close(1008, reason.slice(0, 120)),
+        },
+      });
+      session.principalId = principalId;
+      ws.on('message', (data: Buffer | ArrayBuffer | Buffer[], isBinary: boolean) => {
+        if (!isBinary) {
+          logger.warn('rejected text WebSocket frame; closing connection', { remote });
+          ws.close(1003, 'binary msgpack frames only');
+          return;
+        }
+        session.receive(Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data));
+      });
+      ws.on('error', (error) => logger.debug('WebSocket error', { remote, error }));
+      ws.once('close', () => session.markClosed());
+    });
+  }
+  return wss;
+}

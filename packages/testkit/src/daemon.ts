@@ -1,0 +1,182 @@
+// Starts a real svcd process on ephemeral ports in a temp SVC_HOME, trusting a throw-away issuer,
+// with principals for every built-in role written to work/auth/policy.yaml before the first start.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { startTestIssuer, type TestIssuer } from './issuer.ts';
+import { restClient, tcpClient, wsClient, type ApiClient, type PersistentClient } from './clients.ts';
+
+const REPO_ROOT = resolve(import.meta.dirname, '../../..');
+const SVCD = join(REPO_ROOT, 'packages/daemon/bin/svcd.ts');
+
+/** Test principals, one per built-in role, plus one with no record and one tombstoned. */
+export const TEST_PRINCIPALS = {
+  admin: { sub: 'test-admin', roles: ['svc-admin'] },
+  viewer: { sub: 'test-viewer', roles: ['svc-viewer'] },
+  maintenance: { sub: 'client:svc-automation', roles: ['svc-maintenance'] },
+  /** Authenticated but without any role. */
+  nobody: { sub: 'test-nobody', roles: [] as string[] },
+  /** A second admin-less user who owns apps (app-reg + own-app rights via a custom role). */
+  developer: { sub: 'test-developer', roles: ['developer'] },
+} as const;
+
+export type TestRole = keyof typeof TEST_PRINCIPALS;
+
+const DEVELOPER_ROLE = [
+  'app-view',
+  'app-reg',
+  'app-control',
+  'app-delete',
+  'app-output-view',
+  'app-subscribe',
+  'app-run-async',
+  'app-run-sync',
+];
+
+export interface TestDaemonOptions {
+  /** Extra environment for svcd. */
+  env?: Record<string, string>;
+  /** Reuse an existing SVC_HOME (restart tests); default a new temp dir. */
+  home?: string;
+  /** Reuse an issuer (restart tests); default a new one, closed with the daemon. */
+  issuer?: TestIssuer;
+}
+
+export interface TestDaemon extends AsyncDisposable {
+  readonly home: string;
+  readonly workDir: string;
+  readonly issuer: TestIssuer;
+  readonly restUrl: string;
+  readonly restPort: number;
+  readonly tcpPort: number;
+  readonly ca: string;
+  readonly pid: number;
+  /** A fresh access token for one of the test principals. */
+  token(role: TestRole): Promise<string>;
+  rest(): ApiClient;
+  tcp(): Promise<PersistentClient>;
+  wss(token?: string): Promise<PersistentClient>;
+  /** Everything svcd wrote to stderr so far. */
+  stderr(): string;
+  /** SIGTERM and wait (apps keep running). */
+  stop(): Promise<void>;
+  /** SIGKILL the daemon (crash simulation; apps keep running). */
+  kill(): Promise<void>;
+  /** stop() and remove the temp home unless it was given; kills leftover app process groups. */
+  close(): Promise<void>;
+}
+
+function policyYaml(): string {
+  const lines = ['principals:'];
+  for (const { sub, roles } of Object.values(TEST_PRINCIPALS)) {
+    lines.push(`  ${JSON.stringify(sub)}:`, `    roles: [${roles.map((r) => JSON.stringify(r)).join(', ')}]`, '    status: active');
+  }
+  lines.push('roles:', `  developer: [${DEVELOPER_ROLE.join(', ')}]`);
+  return lines.join('\n') + '\n';
+}
+
+export async function startTestDaemon(options: TestDaemonOptions = {}): Promise<TestDaemon> {
+  const ownHome = options.home === undefined;
+  const home = options.home ?? (await mkdtemp(join(tmpdir(), 'svc-test-')));
+  const workDir = join(home, 'work');
+  const ownIssuer = options.issuer === undefined;
+  const issuer = options.issuer ?? (await startTestIssuer());
+  if (ownHome) {
+    await mkdir(join(workDir, 'auth'), { recursive: true, mode: 0o700 });
+    await writeFile(join(workDir, 'auth', 'policy.yaml'), policyYaml(), { mode: 0o600 });
+  }
+  const env: NodeJS.ProcessEnv = {
+    PATH: process.env['PATH'],
+    HOME: process.env['HOME'],
+    SVC_HOME: home,
+    SVC_REST_PORT: '0',
+    SVC_TCP_PORT: '0',
+    SVC_AGENT_PORT: '0',
+    SVC_AUTH_MODE: 'external',
+    SVC_OIDC_ISSUER: issuer.issuer,
+    SVC_LOG_STDERR: '1',
+    ...options.env,
+  };
+  const child: ChildProcess = spawn(process.execPath, [SVCD], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString('utf8');
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const started = await new Promise<{ rest: number; tcp: number }>((resolve, reject) => {
+    let stdout = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString('utf8');
+      const match = /svcd listening: REST\/WSS https:\/\/[^:]+:(\d+) {2}TCP [^:]+:(\d+)/.exec(stdout);
+      if (match !== null) resolve({ rest: Number(match[1]), tcp: Number(match[2]) });
+    });
+    void exited.then((code) => reject(new Error(`svcd exited with ${code} before listening:\n${stderr}`)));
+  });
+  const ca = await readFile(join(workDir, 'ssl', 'ca.pem'), 'utf8');
+  const restUrl = `https://127.0.0.1:${started.rest}`;
+  const clients: PersistentClient[] = [];
+
+  let stopped: Promise<void> | undefined;
+  const terminate = (signal: NodeJS.Signals): Promise<void> => {
+    stopped ??= child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : (child.kill(signal), exited.then(() => undefined));
+    return stopped;
+  };
+
+  const daemon: TestDaemon = {
+    home,
+    workDir,
+    issuer,
+    restUrl,
+    restPort: started.rest,
+    tcpPort: started.tcp,
+    ca,
+    pid: child.pid!,
+    token: (role) =>
+      role === 'maintenance'
+        ? issuer.mint({ clientCredentials: 'svc-automation' })
+        : issuer.mint({ sub: TEST_PRINCIPALS[role].sub }),
+    rest: () => restClient(restUrl, ca),
+    async tcp() {
+      const client = await tcpClient('127.0.0.1', started.tcp, ca);
+      clients.push(client);
+      return client;
+    },
+    async wss(token) {
+      const client = await wsClient(restUrl, ca, token);
+      clients.push(client);
+      return client;
+    },
+    stderr: () => stderr,
+    stop: () => terminate('SIGTERM'),
+    kill: () => terminate('SIGKILL'),
+    async close() {
+      await Promise.all(clients.map((c) => c.close().catch(() => undefined)));
+      await terminate('SIGTERM');
+      await killManagedProcesses(workDir);
+      if (ownIssuer) await issuer.close();
+      if (ownHome) await rm(home, { recursive: true, force: true });
+    },
+    [Symbol.asyncDispose]: () => daemon.close(),
+  };
+  return daemon;
+}
+
+/** Kill the process groups recorded in work/.snapshot, so no test leaves processes behind. */
+export async function killManagedProcesses(workDir: string): Promise<void> {
+  let text: string;
+  try {
+    text = await readFile(join(workDir, '.snapshot'), 'utf8');
+  } catch {
+    return;
+  }
+  const pids = new Set<number>();
+  for (const match of text.matchAll(/"pid":\s*(\d+)/g)) pids.add(Number(match[1]));
+  for (const pid of pids) {
+    try {
+      process.kill(-pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+}
