@@ -4,6 +4,8 @@ import { defineConfig } from 'vitest/config';
 // `integration` tests under packages/*/test start real daemons on ephemeral ports.
 export default defineConfig({
   test: {
+    // CI also writes a JSON report from which .ci/run prints its "N passed, N failed" line.
+    reporters: process.env['CI'] ? ['default', ['json', { outputFile: '.ci-out/vitest.json' }]] : ['default'],
     projects: [
       { test: { name: 'unit', include: ['packages/*/src/**/*.test.ts', 'test/**/*.test.ts'] } },
       {
