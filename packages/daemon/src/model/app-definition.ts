@@ -621,19 +621,20 @@ function parseFrom(input: unknown, source: Source, options: ParseOptions): AppDe
     messages.push('daily_limitation: daily_start and daily_end must differ');
   }
 
-  let secEnv = raw.sec_env ?? {};
-  if (options.previous !== undefined) {
-    const previous = options.previous.sec_env;
-    secEnv = Object.fromEntries(
-      Object.entries(secEnv).map(([key, value]): [string, string] => {
-        if (value !== SECRET_MASK) return [key, value];
-        const kept = Object.hasOwn(previous, key) ? previous[key] : undefined;
-        if (kept === undefined)
-          messages.push(`sec_env["${key}"]: "${SECRET_MASK}" keeps a stored value, but there is none`);
-        return [key, kept ?? value];
-      }),
-    );
-  }
+  // A masked value is what GET returned: keep the stored value, or refuse when there is none.
+  const previousSecrets = options.previous?.sec_env ?? {};
+  const secEnv = Object.fromEntries(
+    Object.entries(raw.sec_env ?? {}).map(([key, value]): [string, string] => {
+      if (value !== SECRET_MASK) return [key, value];
+      const kept = Object.hasOwn(previousSecrets, key) ? previousSecrets[key] : undefined;
+      if (kept === undefined) {
+        messages.push(
+          `sec_env["${key}"]: "${SECRET_MASK}" stands for a stored value, but there is none to keep`,
+        );
+      }
+      return [key, kept ?? value];
+    }),
+  );
   if (messages.length > 0) throw invalid(messages);
 
   const def: AppDefinition = {
