@@ -256,6 +256,7 @@ describe('decoders refuse', () => {
     expectRefused(() => decodeRequest(new Uint8Array(0)), 'invalid_msgpack');
     expectRefused(() => decodeRequest(Buffer.from([0x87, 0xa4, 0x75])), 'invalid_msgpack'); // truncated map
     expectRefused(() => decodeRequest(Buffer.from([0xdf, 0xff, 0xff, 0xff, 0xff])), 'invalid_msgpack'); // huge map, no data
+    expectRefused(() => decodeResponse(Buffer.from([0xc1])), 'invalid_msgpack'); // the never-used byte
     const trailing = Buffer.concat([pack(base), Buffer.from([0xc0])]);
     const error = expectRefused(() => decodeRequest(trailing), 'invalid_msgpack');
     expect(error.cause).toBeInstanceOf(Error);
@@ -279,7 +280,6 @@ describe('decoders refuse', () => {
     expectRefused(() => decodeRequest(pack([1, 2])), 'not_a_map');
     expectRefused(() => decodeRequest(pack('uuid')), 'not_a_map');
     expectRefused(() => decodeResponse(pack(null)), 'not_a_map');
-    expectRefused(() => decodeResponse(Buffer.from([0xc1])), 'not_a_map'); // msgpack "never used" byte
   });
 
   it('a missing or nil required key, naming it', () => {

@@ -4,7 +4,7 @@
 // what other encoders legitimately do: unknown keys are ignored, optional keys may be absent or nil,
 // and `body` may arrive as str (UTF-8 encoded here) instead of bin.
 
-import { Packr, Unpackr } from 'msgpackr';
+import { C1, Packr, Unpackr } from 'msgpackr';
 import type { Request, Response } from './messages.ts';
 
 /** Longest `uuid`, in characters. */
@@ -183,6 +183,10 @@ function unpackMap(kind: Kind, bytes: Uint8Array): Map<unknown, unknown> {
       cause: error,
     });
   }
+  if (value === C1) {
+    // msgpackr returns a marker for the never-used byte 0xc1 where other libraries throw.
+    throw new MessageError('invalid_msgpack', `${kind}: the reserved byte 0xc1 is not a msgpack value`);
+  }
   if (!(value instanceof Map)) {
     throw new MessageError('not_a_map', `${kind}: expected a msgpack map, got ${describe(value)}`);
   }
@@ -360,6 +364,7 @@ function checkEntry(kind: Kind, key: string, name: string, entry: unknown): asse
 function describe(value: unknown): string {
   if (value === null) return 'nil';
   if (value === undefined) return 'nothing';
+  if (value === C1) return 'the reserved byte 0xc1';
   if (value instanceof Map) return 'a map';
   if (Array.isArray(value)) return 'an array';
   if (value instanceof Uint8Array) return 'bin';

@@ -1,0 +1,172 @@
+// Everything `npm run gen:spec` writes, computed in memory so that test/spec-sync.test.ts can compare
+// it with the checked-in files. The registries in @svc/protocol and the operation table are the
+// source; spec/*.json and the generated sections of docs/reference.md are derived from them.
+
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import * as prettier from 'prettier';
+import {
+  BUILTIN_ROLES,
+  DISCONNECTED_EVENT,
+  ERROR_CODES,
+  EVENT_REQUEST_URI,
+  EVENT_TYPES,
+  PERMISSIONS,
+} from '@svc/protocol';
+import { buildWireVectors } from '@svc/protocol/wire-vectors';
+import { buildOpenApiDocument } from '../src/api/openapi.ts';
+
+/** Absolute path of the repository root, with a trailing slash. */
+export const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+
+export const REFERENCE_DOC = 'docs/reference.md';
+
+/** Headers of a server push (spec "Push message"). */
+export const PUSH_HEADERS = ['X-Subscription-Id', 'X-Event-Type', 'X-App-Name'] as const;
+
+function json(value: unknown): string {
+  return `${JSON.stringify(value, null, 2)}\n`;
+}
+
+/** spec/*.json by path relative to the repository root. */
+export function buildSpecFiles(): Map<string, string> {
+  const errors = Object.fromEntries(
+    Object.entries(ERROR_CODES).map(([code, { status, description }]) => [code, { status, description }]),
+  );
+  const roles = Object.fromEntries(Object.entries(BUILTIN_ROLES).map(([role, perms]) => [role, [...perms]]));
+  const events = {
+    events: Object.fromEntries(
+      Object.entries(EVENT_TYPES).map(([name, { meaning, data }]) => [name, { meaning, data: [...data] }]),
+    ),
+    all_selector: 'ALL',
+    disconnected_event: DISCONNECTED_EVENT,
+    push: {
+      request_uri: EVENT_REQUEST_URI,
+      http_status: 200,
+      body_msg_type: 'application/json',
+      headers: [...PUSH_HEADERS],
+      body_fields: ['subscription_id', 'event_type', 'app_name', 'timestamp', 'sequence', 'data'],
+    },
+  };
+  return new Map([
+    ['spec/errors.json', json(errors)],
+    ['spec/permissions.json', json({ permissions: [...PERMISSIONS], roles })],
+    ['spec/events.json', json(events)],
+    ['spec/openapi.json', json(buildOpenApiDocument())],
+    ['spec/wire-vectors.json', json(buildWireVectors())],
+  ]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// docs/reference.md
+
+function cell(text: string): string {
+  return text.replaceAll('|', '\\|').replaceAll('\n', ' ');
+}
+
+function table(head: string[], rows: string[][]): string {
+  return [
+    `| ${head.join(' | ')} |`,
+    `| ${head.map(() => '---').join(' | ')} |`,
+    ...rows.map((row) => `| ${row.map(cell).join(' | ')} |`),
+  ].join('\n');
+}
+
+/** Generated section bodies, by marker name. */
+export function buildReferenceSections(): Map<string, string> {
+  const errors = table(
+    ['Code', 'HTTP status', 'Meaning'],
+    Object.entries(ERROR_CODES).map(([code, { status, description }]) => [
+      `\`${code}\``,
+      String(status),
+      description,
+    ]),
+  );
+  const roleNames = Object.keys(BUILTIN_ROLES) as (keyof typeof BUILTIN_ROLES)[];
+  const permissions = table(
+    ['Permission', ...roleNames.map((r) => `\`${r}\``)],
+    PERMISSIONS.map((p) => [
+      `\`${p}\``,
+      ...roleNames.map((r) => ((BUILTIN_ROLES[r] as readonly string[]).includes(p) ? 'yes' : '')),
+    ]),
+  );
+  const events = [
+    table(
+      ['Event', 'Meaning', 'Fields in `data`'],
+      Object.entries(EVENT_TYPES).map(([name, { meaning, data }]) => [
+        `\`${name}\``,
+        meaning,
+        data.length === 0 ? 'none' : data.map((d) => `\`${d}\``).join(', '),
+      ]),
+    ),
+    `A push is a \`Response\` with \`request_uri\` \`${EVENT_REQUEST_URI}\`, status 200, headers ` +
+      `${PUSH_HEADERS.map((h) => `\`${h}\``).join(', ')} and the event message as a JSON body. ` +
+      `\`ALL\` (or an empty value) selects every event; \`${DISCONNECTED_EVENT}\` is synthetic.`,
+  ].join('\n\n');
+  return new Map([
+    ['errors', errors],
+    ['permissions', permissions],
+    ['events', events],
+  ]);
+}
+
+const REFERENCE_TEMPLATE = `# svc reference
+
+Tables between \`generated\` markers are written by \`npm run gen:spec\` from the registries in
+\`packages/protocol\`; edit the registries, not the tables. The same data is in \`spec/*.json\`.
+
+## Error codes
+
+Every error body is \`{"error": "<code>", "message": "<human text>"}\`.
+
+<!-- generated:errors -->
+<!-- /generated:errors -->
+
+## Permissions and built-in roles
+
+<!-- generated:permissions -->
+<!-- /generated:permissions -->
+
+## Events
+
+<!-- generated:events -->
+<!-- /generated:events -->
+`;
+
+/**
+ * The reference document with every generated section replaced, formatted by the repository's
+ * prettier configuration (so `npm run format` leaves it unchanged). `current` is the file as it is
+ * now; undefined starts from a template.
+ */
+export async function renderReferenceDoc(current: string | undefined): Promise<string> {
+  let doc = current ?? REFERENCE_TEMPLATE;
+  for (const [name, body] of buildReferenceSections()) {
+    const pattern = new RegExp(`<!-- generated:${name} -->[\\s\\S]*?<!-- /generated:${name} -->`);
+    if (!pattern.test(doc)) {
+      throw new Error(
+        `${REFERENCE_DOC} lacks the markers <!-- generated:${name} --> … <!-- /generated:${name} -->`,
+      );
+    }
+    doc = doc.replace(pattern, () => `<!-- generated:${name} -->\n\n${body}\n\n<!-- /generated:${name} -->`);
+  }
+  const file = `${REPO_ROOT}${REFERENCE_DOC}`;
+  const options = (await prettier.resolveConfig(file)) ?? {};
+  return prettier.format(doc, { ...options, filepath: file });
+}
+
+/** The file at `path` (relative to the repository root), or undefined when it does not exist. */
+export function readRepoFile(path: string): string | undefined {
+  try {
+    return readFileSync(`${REPO_ROOT}${path}`, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+}
+
+/** Every generated file, by path relative to the repository root. */
+export async function buildAllGenerated(): Promise<Map<string, string>> {
+  const files = buildSpecFiles();
+  files.set(REFERENCE_DOC, await renderReferenceDoc(readRepoFile(REFERENCE_DOC)));
+  return files;
+}
