@@ -1,0 +1,93 @@
+import { SvcError } from '@svc/protocol';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { parseAppDefinition } from '../model/app-definition.ts';
+import { createSecretCrypter } from '../model/secret-crypter.ts';
+import { AppStore, appFileName } from './app-store.ts';
+
+const crypter = createSecretCrypter(randomBytes(32));
+const app = (name: string, extra: Record<string, unknown> = {}) =>
+  parseAppDefinition({ name, command: 'sleep 1', ...extra }, { now: 1_700_000_000_000 });
+
+describe('AppStore', () => {
+  let root: string;
+  let dir: string;
+  beforeEach(async () => {
+    root = await mkdtemp(join(tmpdir(), 'svc-apps-'));
+    dir = join(root, 'apps');
+  });
+  afterEach(async () => {
+    await rm(root, { recursive: true, force: true });
+  });
+
+  it('loads an empty store from a missing directory', async () => {
+    expect(await new AppStore(dir, crypter).loadAll()).toEqual({ apps: [], errors: [] });
+  });
+
+  it('saves, loads back and deletes, leaving no temp files', async () => {
+    const store = new AppStore(dir, crypter);
+    const web = app('web', { sec_env: { TOKEN: 'hunter2' }, env: { A: '1' } });
+    await store.save(web);
+    await store.save(app('batch'));
+    await store.save({ ...web, description: 'replaced' });
+    expect((await readdir(dir)).sort()).toEqual(['batch.yaml', 'web.yaml']);
+    expect((await stat(join(dir, 'web.yaml'))).mode & 0o777).toBe(0o600);
+    expect(await readFile(join(dir, 'web.yaml'), 'utf8')).not.toContain('hunter2');
+
+    const loaded = await new AppStore(dir, crypter).loadAll();
+    expect(loaded.errors).toEqual([]);
+    expect(loaded.apps.map((a) => a.name)).toEqual(['batch', 'web']);
+    expect(loaded.apps[1]).toEqual({ ...web, description: 'replaced' });
+
+    await store.delete('web');
+    await store.delete('web'); // missing is fine
+    expect(await readdir(dir)).toEqual(['batch.yaml']);
+  });
+
+  it('reports a broken file and leaves it in place', async () => {
+    const store = new AppStore(dir, crypter);
+    await store.save(app('good'));
+    await writeFile(join(dir, 'broken.yaml'), 'name: broken\ncommand: x\nstatus: 7\n');
+    await writeFile(join(dir, 'renamed.yaml'), 'name: other\ncommand: x\n');
+    await writeFile(join(dir, 'notes.txt'), 'ignored');
+    await writeFile(join(dir, '.tmp-good.yaml.abc123'), 'partial');
+    const { apps, errors } = await store.loadAll();
+    expect(apps.map((a) => a.name)).toEqual(['good']);
+    expect(errors).toEqual([
+      { file: join(dir, 'broken.yaml'), error: 'broken.yaml: status: must be 1 (enabled) or 0 (disabled)' },
+      { file: join(dir, 'renamed.yaml'), error: 'renamed.yaml: name "other" does not match the file name' },
+    ]);
+    expect((await readdir(dir)).sort()).toEqual([
+      '.tmp-good.yaml.abc123',
+      'broken.yaml',
+      'good.yaml',
+      'notes.txt',
+      'renamed.yaml',
+    ]);
+  });
+
+  it('accepts system apps only in a trusted store', async () => {
+    await new AppStore(dir, crypter, { trusted: true }).save(
+      parseAppDefinition({ name: 'svc-agent', command: 'agent', system: true }, { trusted: true }),
+    );
+    expect((await new AppStore(dir, crypter, { trusted: true }).loadAll()).apps[0]?.system).toBe(true);
+    const untrusted = await new AppStore(dir, crypter).loadAll();
+    expect(untrusted.apps).toEqual([]);
+    expect(untrusted.errors[0]?.error).toBe(
+      'svc-agent.yaml: system: only bundled application files (apps/*.yaml) may set system',
+    );
+  });
+
+  it('derives file names only from valid names', async () => {
+    expect(appFileName('web.1')).toBe('web.1.yaml');
+    for (const name of ['..', '.', '../x', 'a/b', '', 'x'.repeat(129)]) {
+      expect(() => appFileName(name)).toThrow(SvcError);
+    }
+    const store = new AppStore(dir, crypter);
+    await expect(store.delete('../apps')).rejects.toMatchObject({ code: 'invalid_name' });
+    await expect(store.save({ ...app('ok'), name: '..' })).rejects.toMatchObject({ code: 'invalid_name' });
+  });
+});
