@@ -1,0 +1,308 @@
+import { mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { SvcError } from '@svc/protocol';
+import { PolicyFileError, PolicyStore } from './policy-store.ts';
+
+let dir: string;
+let file: string;
+
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'svc-policy-'));
+  file = join(dir, 'auth', 'policy.yaml');
+});
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function onDisk(): Promise<{ principals: Record<string, unknown>; roles: Record<string, unknown> }> {
+  return parse(await readFile(file, 'utf8')) as {
+    principals: Record<string, unknown>;
+    roles: Record<string, unknown>;
+  };
+}
+
+async function writePolicy(text: string): Promise<void> {
+  await PolicyStore.open(file); // creates the directory
+  await writeFile(file, text);
+}
+
+const SEED = { admin: ['svc-admin'], guest: ['svc-viewer'], 'client:svc-automation': ['svc-maintenance'] };
+
+describe('PolicyStore.open', () => {
+  it('creates the file with the seed, mode 0600', async () => {
+    const store = await PolicyStore.open(file, { seed: SEED });
+    expect(store.getPrincipal('admin')).toEqual({ id: 'admin', roles: ['svc-admin'], status: 'active' });
+    expect((await stat(file)).mode & 0o777).toBe(0o600);
+    expect((await onDisk()).principals).toEqual({
+      admin: { roles: ['svc-admin'], status: 'active' },
+      'client:svc-automation': { roles: ['svc-maintenance'], status: 'active' },
+      guest: { roles: ['svc-viewer'], status: 'active' },
+    });
+  });
+
+  it('never overrides or revives an existing record with the seed', async () => {
+    await writePolicy('principals:\n  admin: { roles: [svc-viewer], status: tombstoned }\n');
+    const store = await PolicyStore.open(file, { seed: SEED });
+    expect(store.getPrincipal('admin')).toEqual({ id: 'admin', roles: ['svc-viewer'], status: 'tombstoned' });
+    expect(store.getPrincipal('guest')?.roles).toEqual(['svc-viewer']);
+  });
+
+  it('reads a hand-written file with custom roles and defaults', async () => {
+    await writePolicy(
+      [
+        'principals:',
+        '  alice: { roles: [deployer, svc-viewer] }',
+        '  bob: {}',
+        '  "client:ci": { roles: [deployer], status: active }',
+        'roles:',
+        '  deployer: [app-reg, app-control, app-reg]',
+        '',
+      ].join('\n'),
+    );
+    const store = await PolicyStore.open(file);
+    expect(store.getPrincipal('alice')).toEqual({
+      id: 'alice',
+      roles: ['deployer', 'svc-viewer'],
+      status: 'active',
+    });
+    expect(store.getPrincipal('bob')).toEqual({ id: 'bob', roles: [], status: 'active' });
+    expect(store.listRoles()['deployer']).toEqual(['app-reg', 'app-control']);
+    const alice = await store.resolve('alice', 123);
+    expect([...alice.permissions].sort()).toEqual(
+      [
+        'app-reg',
+        'app-control',
+        'app-view-all',
+        'app-view',
+        'app-output-view',
+        'config-view',
+        'host-resource-view',
+        'label-view',
+        'role-view',
+      ].sort(),
+    );
+  });
+
+  it('accepts an empty file as an empty policy', async () => {
+    await writePolicy('');
+    const store = await PolicyStore.open(file);
+    expect(store.listPrincipals()).toEqual([]);
+  });
+
+  it.each([
+    ['a list at the top', '- a\n- b\n', 'top level: must be a map'],
+    ['a scalar at the top', 'hello\n', 'top level: must be a map'],
+    ['an unknown top-level key', 'principal:\n  alice: {}\n', 'principal: unknown key'],
+    ['principals not a map', 'principals: [alice]\n', 'principals: must be a map'],
+    [
+      'a bad status',
+      'principals:\n  alice: { roles: [], status: enabled }\n',
+      'principals."alice".status: must be',
+    ],
+    [
+      'roles not a list',
+      'principals:\n  alice: { roles: svc-admin }\n',
+      'principals."alice".roles: must be a list',
+    ],
+    ['an unknown role', 'principals:\n  alice: { roles: [superuser] }\n', 'unknown role "superuser"'],
+    [
+      'a typo in a record key',
+      'principals:\n  alice: { role: [svc-admin] }\n',
+      'principals."alice".role: unknown key',
+    ],
+    ['a record that is a string', 'principals:\n  alice: admin\n', 'principals."alice": must be a map'],
+    [
+      'an unknown permission',
+      'roles:\n  ops: [app-view, app-nuke]\n',
+      'roles.ops: unknown permission "app-nuke"',
+    ],
+    [
+      'a redefined built-in role',
+      'roles:\n  svc-viewer: [app-view]\n',
+      'roles.svc-viewer: is a built-in role',
+    ],
+    ['a role that is not a list', 'roles:\n  ops: app-view\n', 'roles.ops: must be a list'],
+    ['a bad role name', 'roles:\n  "ops team": [app-view]\n', 'role names match'],
+    ['duplicate keys', 'principals:\n  alice: {}\n  alice: {}\n', 'not valid YAML'],
+    ['broken YAML', 'principals: {alice: [\n', 'not valid YAML'],
+  ])('refuses %s with a precise error', async (_name, text, message) => {
+    await writePolicy(text);
+    const error = await PolicyStore.open(file).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(PolicyFileError);
+    expect((error as Error).message).toContain(file);
+    expect((error as Error).message).toContain(message);
+  });
+
+  it('allows a tombstoned record to keep a role that no longer exists', async () => {
+    await writePolicy('principals:\n  old: { roles: [gone], status: tombstoned }\n');
+    const store = await PolicyStore.open(file);
+    const old = await store.resolve('old', 1);
+    expect(old.status).toBe('tombstoned');
+    expect(old.permissions.size).toBe(0);
+  });
+});
+
+describe('PolicyStore changes', () => {
+  it('resolve creates a role-less active record on first sight and persists it', async () => {
+    const store = await PolicyStore.open(file, { seed: SEED });
+    const p = await store.resolve('new-user', 1700000000);
+    expect(p).toMatchObject({ id: 'new-user', roles: [], status: 'active', expiresAt: 1700000000 });
+    expect(p.permissions.size).toBe(0);
+    expect((await onDisk()).principals['new-user']).toEqual({ roles: [], status: 'active' });
+
+    const admin = await store.resolve('admin', 1);
+    expect(admin.permissions.has('principal-set')).toBe(true);
+  });
+
+  it('concurrent first sights of one principal write one record', async () => {
+    const store = await PolicyStore.open(file);
+    const all = await Promise.all(Array.from({ length: 20 }, () => store.resolve('same', 1)));
+    expect(all.every((p) => p.id === 'same')).toBe(true);
+    expect(store.listPrincipals()).toEqual([{ id: 'same', roles: [], status: 'active' }]);
+  });
+
+  it('serializes concurrent setRoles: every change lands, memory equals disk', async () => {
+    const store = await PolicyStore.open(file);
+    const ids = Array.from({ length: 40 }, (_, i) => `user-${i}`);
+    await Promise.all(ids.map((id, i) => store.setRoles(id, i % 2 === 0 ? ['svc-viewer'] : ['svc-admin'])));
+    const disk = await onDisk();
+    expect(Object.keys(disk.principals)).toHaveLength(40);
+    for (const record of store.listPrincipals()) {
+      expect(disk.principals[record.id]).toEqual({ roles: record.roles, status: 'active' });
+    }
+    // Last writer wins for the same principal, in call order.
+    await Promise.all([store.setRoles('x', ['svc-viewer']), store.setRoles('x', ['svc-admin'])]);
+    expect(store.getPrincipal('x')?.roles).toEqual(['svc-admin']);
+    expect((await onDisk()).principals['x']).toEqual({ roles: ['svc-admin'], status: 'active' });
+    // No temp files are left behind.
+    expect(await readdir(dirname(file))).toEqual(['policy.yaml']);
+  });
+
+  it('setRoles refuses an unknown role without changing anything', async () => {
+    const store = await PolicyStore.open(file, { seed: SEED });
+    const before = await readFile(file, 'utf8');
+    await expect(store.setRoles('guest', ['svc-viewer', 'root'])).rejects.toMatchObject({
+      code: 'bad_request',
+      message: 'unknown role "root"',
+    });
+    expect(store.getPrincipal('guest')?.roles).toEqual(['svc-viewer']);
+    expect(await readFile(file, 'utf8')).toBe(before);
+  });
+
+  it('tombstone keeps the record and its roles; resolve reports it; setRoles reinstates', async () => {
+    const store = await PolicyStore.open(file, { seed: SEED });
+    await store.tombstone('guest');
+    const guest = await store.resolve('guest', 1);
+    expect(guest.status).toBe('tombstoned');
+    expect(guest.roles).toEqual(['svc-viewer']);
+    expect(guest.permissions.size).toBe(0);
+    expect((await onDisk()).principals['guest']).toEqual({ roles: ['svc-viewer'], status: 'tombstoned' });
+    await expect(store.tombstone('guest')).resolves.toMatchObject({ status: 'tombstoned' });
+    await expect(store.tombstone('nobody')).rejects.toMatchObject({ code: 'not_found' });
+
+    await store.setRoles('guest', ['svc-viewer']);
+    expect((await store.resolve('guest', 1)).permissions.has('app-view')).toBe(true);
+  });
+
+  it('custom roles: set, use, refuse built-ins and unknown permissions, delete when unused', async () => {
+    const store = await PolicyStore.open(file);
+    await store.setRole('deployer', ['app-reg', 'app-view']);
+    await store.setRoles('alice', ['deployer']);
+    expect((await store.resolve('alice', 1)).permissions.has('app-reg')).toBe(true);
+
+    await store.setRole('deployer', ['app-view']);
+    expect((await store.resolve('alice', 1)).permissions.has('app-reg')).toBe(false);
+    expect((await onDisk()).roles).toEqual({ deployer: ['app-view'] });
+
+    await expect(store.setRole('svc-admin', [])).rejects.toMatchObject({ code: 'bad_request' });
+    await expect(store.deleteRole('svc-viewer')).rejects.toMatchObject({ code: 'bad_request' });
+    await expect(store.setRole('ops', ['app-nuke'])).rejects.toMatchObject({
+      code: 'bad_request',
+      message: 'unknown permission "app-nuke"',
+    });
+    await expect(store.setRole('bad name', ['app-view'])).rejects.toBeInstanceOf(SvcError);
+    await expect(store.deleteRole('deployer')).rejects.toMatchObject({ code: 'conflict' });
+    await expect(store.deleteRole('missing')).rejects.toMatchObject({ code: 'not_found' });
+
+    await store.setRoles('alice', []);
+    await store.deleteRole('deployer');
+    expect(store.listRoles()['deployer']).toBeUndefined();
+    expect(Object.keys(store.listRoles())).toEqual(['svc-admin', 'svc-maintenance', 'svc-viewer']);
+  });
+
+  it('adopts a binding the operator wrote while running, on the principal’s first request', async () => {
+    const store = await PolicyStore.open(file, { seed: SEED });
+    const text = await readFile(file, 'utf8');
+    await writeFile(
+      `${file}.new`,
+      text.replace('principals:\n', 'principals:\n  carol:\n    roles: [svc-viewer]\n'),
+    );
+    const { rename } = await import('node:fs/promises');
+    await rename(`${file}.new`, file); // as the helper script does: temp file + rename
+    const carol = await store.resolve('carol', 1);
+    expect(carol.roles).toEqual(['svc-viewer']);
+    expect(store.getPrincipal('admin')?.roles).toEqual(['svc-admin']);
+  });
+
+  it('refuses changes while an operator edit left the file invalid, and does not overwrite it', async () => {
+    const store = await PolicyStore.open(file, { seed: SEED });
+    await writeFile(file, 'principals: [broken\n');
+    await expect(store.setRoles('dave', ['svc-viewer'])).rejects.toMatchObject({ code: 'internal' });
+    expect(await readFile(file, 'utf8')).toBe('principals: [broken\n');
+    // Known principals still resolve from memory.
+    expect((await store.resolve('admin', 1)).roles).toEqual(['svc-admin']);
+  });
+
+  it('a failed write leaves memory and disk unchanged, and does not poison the queue', async () => {
+    let failNext = false;
+    const { writeFileAtomic } = await import('../util/atomic-file.ts');
+    const store = await PolicyStore.open(file, {
+      seed: SEED,
+      writeFile: async (path, data, mode) => {
+        if (failNext) {
+          failNext = false;
+          throw new Error('ENOSPC: no space left on device');
+        }
+        await writeFileAtomic(path, data, mode);
+      },
+    });
+    const before = await readFile(file, 'utf8');
+    failNext = true;
+    await expect(store.setRoles('erin', ['svc-viewer'])).rejects.toThrow('ENOSPC');
+    expect(store.getPrincipal('erin')).toBeUndefined();
+    expect(await readFile(file, 'utf8')).toBe(before);
+
+    await store.setRoles('erin', ['svc-viewer']);
+    expect((await onDisk()).principals['erin']).toEqual({ roles: ['svc-viewer'], status: 'active' });
+  });
+
+  it('readers never see a partial file while changes are written', async () => {
+    const store = await PolicyStore.open(file, { seed: SEED });
+    let writing = true;
+    const writes = Promise.all(
+      Array.from({ length: 60 }, (_, i) => store.setRoles(`p${i}`, ['svc-viewer'])),
+    ).finally(() => {
+      writing = false;
+    });
+    let reads = 0;
+    while (writing) {
+      const text = await readFile(file, 'utf8');
+      const doc = parse(text) as { principals: Record<string, unknown> };
+      expect(doc.principals['admin']).toEqual({ roles: ['svc-admin'], status: 'active' });
+      reads += 1;
+    }
+    await writes;
+    expect(reads).toBeGreaterThan(0);
+    expect(Object.keys((await onDisk()).principals)).toHaveLength(63);
+  });
+});
+
+function dirname(path: string): string {
+  return path.slice(0, path.lastIndexOf('/'));
+}

@@ -1,0 +1,439 @@
+// The authorization policy, `work/auth/policy.yaml` (CONTRACT §8):
+//
+//   principals:
+//     <principal-id>: { roles: [<role>…], status: active|tombstoned }
+//   roles:
+//     <custom-role>: [<permission>…]      # built-in roles (BUILTIN_ROLES) are implicit and fixed
+//
+// Contracts:
+// - Operators may write the file before the first start. `open` validates it completely and
+//   throws PolicyFileError naming the file, the path inside it and the problem: the daemon refuses
+//   to start rather than run with a policy it misread. A missing `status` means `active`; a missing
+//   `roles` means none; unknown keys are errors (a typo like `role:` must not silently grant nothing).
+// - Every change is one serialized step: re-read the file if someone else changed it since our
+//   last read or write (the operator helper's add-user/delete-user edit it while svcd runs), apply
+//   the change to a copy, write the copy atomically (temp + fsync + rename, mode 0600), and only
+//   then make it current. A failed write leaves memory and disk as they were.
+// - Reads (`resolve` of a known principal, `getPrincipal`, `listRoles`…) never wait for a write.
+import { mkdir, readFile, stat } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import { BUILTIN_ROLES, SvcError, isPermission } from '@svc/protocol';
+import type { Permission } from '@svc/protocol';
+import { parse, stringify } from 'yaml';
+import { writeFileAtomic } from '../util/atomic-file.ts';
+import type { Principal, PrincipalStatus } from './principal.ts';
+
+export interface PrincipalRecord {
+  readonly id: string;
+  readonly roles: readonly string[];
+  readonly status: PrincipalStatus;
+}
+
+export interface PolicyStoreOptions {
+  /** Principals to create when absent (never overriding or reviving an existing record): id → roles. */
+  seed?: Record<string, readonly string[]> | undefined;
+  /** Replaces the file atomically; default `writeFileAtomic`. A seam for failure tests. */
+  writeFile?: ((path: string, data: string, mode: number) => Promise<void>) | undefined;
+}
+
+/** The policy file is unreadable or invalid; the message names the file and the offending entry. */
+export class PolicyFileError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'PolicyFileError';
+  }
+}
+
+interface PolicyState {
+  readonly principals: Map<string, { readonly roles: readonly string[]; readonly status: PrincipalStatus }>;
+  /** Custom roles only. */
+  readonly roles: Map<string, readonly Permission[]>;
+}
+
+const ROLE_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
+const MAX_PRINCIPAL_ID_LENGTH = 256;
+// eslint-disable-next-line no-control-regex -- the point is to find control characters
+const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f]/;
+const EMPTY_PERMISSIONS: ReadonlySet<Permission> = new Set();
+const HEADER =
+  '# svc authorization policy (CONTRACT §8). svcd rewrites this file on every change;\n' +
+  '# edits made while svcd runs are adopted on its next change. Built-in roles are implicit.\n';
+
+function isBuiltinRole(name: string): name is keyof typeof BUILTIN_ROLES {
+  return Object.hasOwn(BUILTIN_ROLES, name);
+}
+
+function isPlainMap(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Why `id` is not an acceptable principal id, or undefined. */
+function principalIdProblem(id: string): string | undefined {
+  if (id.length === 0) return 'principal id is empty';
+  if (id.length > MAX_PRINCIPAL_ID_LENGTH) return `principal id is longer than ${MAX_PRINCIPAL_ID_LENGTH}`;
+  if (CONTROL_CHARACTERS.test(id)) return 'principal id contains control characters';
+  return undefined;
+}
+
+function emptyState(): PolicyState {
+  return { principals: new Map(), roles: new Map() };
+}
+
+function copyState(state: PolicyState): PolicyState {
+  return { principals: new Map(state.principals), roles: new Map(state.roles) };
+}
+
+function roleExists(state: PolicyState, role: string): boolean {
+  return isBuiltinRole(role) || state.roles.has(role);
+}
+
+/** Parses and validates the file's text; throws PolicyFileError with a precise location. */
+export function parsePolicy(text: string, file: string): PolicyState {
+  const fail = (where: string, problem: string): never => {
+    throw new PolicyFileError(`${file}: ${where}: ${problem}`);
+  };
+  let document: unknown;
+  try {
+    document = parse(text, { uniqueKeys: true, maxAliasCount: 0 });
+  } catch (error) {
+    throw new PolicyFileError(`${file}: not valid YAML: ${(error as Error).message}`, { cause: error });
+  }
+  const state = emptyState();
+  if (document === null || document === undefined) return state;
+  if (!isPlainMap(document)) fail('top level', 'must be a map with the keys "principals" and "roles"');
+  const top = document as Record<string, unknown>;
+  for (const key of Object.keys(top)) {
+    if (key !== 'principals' && key !== 'roles') fail(key, 'unknown key (expected "principals" or "roles")');
+  }
+
+  const roles = top['roles'] ?? {};
+  if (!isPlainMap(roles)) fail('roles', 'must be a map of role name to a list of permissions');
+  for (const [name, permissions] of Object.entries(roles as Record<string, unknown>)) {
+    const where = `roles.${name}`;
+    if (isBuiltinRole(name)) fail(where, 'is a built-in role and cannot be redefined');
+    if (!ROLE_NAME.test(name)) fail(where, 'role names match ^[A-Za-z0-9_.-]{1,128}$');
+    if (!Array.isArray(permissions)) fail(where, 'must be a list of permissions');
+    const list: Permission[] = [];
+    for (const permission of permissions as unknown[]) {
+      if (!isPermission(permission)) {
+        fail(where, `unknown permission ${JSON.stringify(permission)} (GET /svc/permissions lists them)`);
+      } else if (!list.includes(permission)) {
+        list.push(permission);
+      }
+    }
+    state.roles.set(name, list);
+  }
+
+  const principals = top['principals'] ?? {};
+  if (!isPlainMap(principals)) fail('principals', 'must be a map of principal id to {roles, status}');
+  for (const [id, record] of Object.entries(principals as Record<string, unknown>)) {
+    const where = `principals.${JSON.stringify(id)}`;
+    const idProblem = principalIdProblem(id);
+    if (idProblem !== undefined) fail(where, idProblem);
+    if (record !== null && !isPlainMap(record)) fail(where, 'must be a map with "roles" and "status"');
+    const fields = (record ?? {}) as Record<string, unknown>;
+    for (const key of Object.keys(fields)) {
+      if (key !== 'roles' && key !== 'status')
+        fail(`${where}.${key}`, 'unknown key (expected "roles" or "status")');
+    }
+    const status = fields['status'] ?? 'active';
+    if (status !== 'active' && status !== 'tombstoned') {
+      fail(`${where}.status`, `must be "active" or "tombstoned", not ${JSON.stringify(status)}`);
+    }
+    const roleList = fields['roles'] ?? [];
+    if (!Array.isArray(roleList)) fail(`${where}.roles`, 'must be a list of role names');
+    const granted: string[] = [];
+    for (const role of roleList as unknown[]) {
+      if (typeof role !== 'string') fail(`${where}.roles`, `role ${JSON.stringify(role)} is not a string`);
+      const name = role as string;
+      // A tombstoned record keeps its roles for audit even after a custom role is deleted.
+      if (status === 'active' && !roleExists(state, name)) {
+        fail(`${where}.roles`, `unknown role ${JSON.stringify(name)} (neither built-in nor under "roles")`);
+      }
+      if (!granted.includes(name)) granted.push(name);
+    }
+    state.principals.set(id, { roles: granted, status: status as PrincipalStatus });
+  }
+  return state;
+}
+
+function serializePolicy(state: PolicyState): string {
+  const byKey = <T>(map: Map<string, T>): [string, T][] =>
+    [...map].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const principals: Record<string, { roles: string[]; status: PrincipalStatus }> = {};
+  for (const [id, record] of byKey(state.principals)) {
+    principals[id] = { roles: [...record.roles], status: record.status };
+  }
+  const roles: Record<string, Permission[]> = {};
+  for (const [name, permissions] of byKey(state.roles)) roles[name] = [...permissions];
+  return HEADER + stringify({ principals, roles });
+}
+
+interface DiskStamp {
+  readonly ino: number;
+  readonly size: number;
+  readonly mtimeMs: number;
+}
+
+async function stampOf(file: string): Promise<DiskStamp | undefined> {
+  try {
+    const s = await stat(file);
+    return { ino: s.ino, size: s.size, mtimeMs: s.mtimeMs };
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+}
+
+function sameStamp(a: DiskStamp | undefined, b: DiskStamp | undefined): boolean {
+  return a?.ino === b?.ino && a?.size === b?.size && a?.mtimeMs === b?.mtimeMs;
+}
+
+async function readPolicy(file: string): Promise<{ state: PolicyState; text: string | undefined }> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { state: emptyState(), text: undefined };
+    throw new PolicyFileError(`${file}: cannot be read: ${(error as Error).message}`, { cause: error });
+  }
+  return { state: parsePolicy(text, file), text };
+}
+
+function badRequest(message: string): SvcError {
+  return new SvcError('bad_request', message);
+}
+
+function checkPrincipalId(id: string): void {
+  const problem = principalIdProblem(id);
+  if (problem !== undefined) throw badRequest(problem);
+}
+
+export class PolicyStore {
+  readonly file: string;
+  #state: PolicyState;
+  #stamp: DiskStamp | undefined;
+  #queue: Promise<unknown> = Promise.resolve();
+  /** Permission sets by the role list's key; cleared whenever custom roles change. */
+  #permissionSets = new Map<string, ReadonlySet<Permission>>();
+  readonly #writeFile: (path: string, data: string, mode: number) => Promise<void>;
+
+  private constructor(
+    file: string,
+    state: PolicyState,
+    stamp: DiskStamp | undefined,
+    options: PolicyStoreOptions,
+  ) {
+    this.file = file;
+    this.#writeFile = options.writeFile ?? writeFileAtomic;
+    this.#state = state;
+    this.#stamp = stamp;
+  }
+
+  /** Reads and validates the policy (absent = empty), adds missing seed principals, persists if needed. */
+  static async open(file: string, options: PolicyStoreOptions = {}): Promise<PolicyStore> {
+    const stamp = await stampOf(file);
+    const { state, text } = await readPolicy(file);
+    let changed = text === undefined;
+    for (const [id, roles] of Object.entries(options.seed ?? {})) {
+      if (state.principals.has(id)) continue;
+      for (const role of roles) {
+        if (!roleExists(state, role))
+          throw new PolicyFileError(`${file}: seed principal ${id}: unknown role ${role}`);
+      }
+      state.principals.set(id, { roles: [...roles], status: 'active' });
+      changed = true;
+    }
+    const store = new PolicyStore(file, state, stamp, options);
+    if (changed) {
+      await mkdir(dirname(file), { recursive: true, mode: 0o700 });
+      await store.#write(state);
+    }
+    return store;
+  }
+
+  /**
+   * The principal for a verified token. A principal seen for the first time gets a role-less active
+   * record, persisted before this resolves (after adopting any binding written to the file meanwhile).
+   */
+  async resolve(principalId: string, expiresAt: number): Promise<Principal> {
+    const known = this.#state.principals.get(principalId);
+    if (known !== undefined) return this.#principal(principalId, known, expiresAt);
+    checkPrincipalId(principalId);
+    await this.#mutate((draft) => {
+      if (draft.principals.has(principalId)) return false;
+      draft.principals.set(principalId, { roles: [], status: 'active' });
+      return true;
+    });
+    const record = this.#state.principals.get(principalId) ?? { roles: [], status: 'active' as const };
+    return this.#principal(principalId, record, expiresAt);
+  }
+
+  getPrincipal(id: string): PrincipalRecord | undefined {
+    const record = this.#state.principals.get(id);
+    return record === undefined ? undefined : { id, roles: record.roles, status: record.status };
+  }
+
+  /** All records, tombstoned included, sorted by id. */
+  listPrincipals(): PrincipalRecord[] {
+    return [...this.#state.principals]
+      .map(([id, record]) => ({ id, roles: record.roles, status: record.status }))
+      .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  }
+
+  /** Sets the roles of a principal, creating the record if needed; a tombstoned record becomes active again. */
+  async setRoles(id: string, roles: readonly string[]): Promise<PrincipalRecord> {
+    checkPrincipalId(id);
+    if (!Array.isArray(roles) || roles.some((r) => typeof r !== 'string')) {
+      throw badRequest('roles must be an array of role names');
+    }
+    const unique: string[] = [...new Set<string>(roles)];
+    await this.#mutate((draft) => {
+      const unknown = unique.filter((role) => !roleExists(draft, role));
+      if (unknown.length > 0)
+        throw badRequest(`unknown role ${unknown.map((r) => JSON.stringify(r)).join(', ')}`);
+      draft.principals.set(id, { roles: unique, status: 'active' });
+      return true;
+    });
+    return { id, roles: unique, status: 'active' };
+  }
+
+  /** Marks a principal deleted, keeping the record (and its roles) for audit. Idempotent. */
+  async tombstone(id: string): Promise<PrincipalRecord> {
+    let result: PrincipalRecord | undefined;
+    await this.#mutate((draft) => {
+      const record = draft.principals.get(id);
+      if (record === undefined) throw new SvcError('not_found', `no principal ${JSON.stringify(id)}`);
+      result = { id, roles: record.roles, status: 'tombstoned' };
+      if (record.status === 'tombstoned') return false;
+      draft.principals.set(id, { roles: record.roles, status: 'tombstoned' });
+      return true;
+    });
+    return result as PrincipalRecord;
+  }
+
+  /** Built-in and custom roles with their permissions. */
+  listRoles(): Record<string, Permission[]> {
+    const roles: Record<string, Permission[]> = {};
+    for (const [name, permissions] of Object.entries(BUILTIN_ROLES)) roles[name] = [...permissions];
+    for (const [name, permissions] of this.#state.roles) roles[name] = [...permissions];
+    return roles;
+  }
+
+  /** Creates or replaces a custom role. */
+  async setRole(name: string, permissions: readonly string[]): Promise<Permission[]> {
+    if (isBuiltinRole(name)) throw badRequest(`built-in role ${name} cannot be changed`);
+    if (!ROLE_NAME.test(name)) throw badRequest('role names match ^[A-Za-z0-9_.-]{1,128}$');
+    if (!Array.isArray(permissions)) throw badRequest('permissions must be an array');
+    const unknown = permissions.filter((p) => !isPermission(p));
+    if (unknown.length > 0) {
+      throw badRequest(`unknown permission ${unknown.map((p) => JSON.stringify(p)).join(', ')}`);
+    }
+    const list = [...new Set(permissions as readonly Permission[])];
+    await this.#mutate((draft) => {
+      draft.roles.set(name, list);
+      return true;
+    });
+    return list;
+  }
+
+  /** Deletes a custom role; refused while an active principal holds it. */
+  async deleteRole(name: string): Promise<void> {
+    if (isBuiltinRole(name)) throw badRequest(`built-in role ${name} cannot be deleted`);
+    await this.#mutate((draft) => {
+      if (!draft.roles.has(name)) throw new SvcError('not_found', `no role ${JSON.stringify(name)}`);
+      const holders = [...draft.principals].filter(
+        ([, r]) => r.status === 'active' && r.roles.includes(name),
+      );
+      if (holders.length > 0) {
+        throw new SvcError(
+          'conflict',
+          `role ${name} is still granted to ${holders.length} active principal(s)`,
+        );
+      }
+      draft.roles.delete(name);
+      return true;
+    });
+  }
+
+  /** Union of the permissions of `roles` under the current role table (unknown roles grant nothing). */
+  permissionsOf(roles: readonly string[]): ReadonlySet<Permission> {
+    const key = roles.join('\n');
+    let set = this.#permissionSets.get(key);
+    if (set === undefined) {
+      const union = new Set<Permission>();
+      for (const role of roles) {
+        const granted = isBuiltinRole(role) ? BUILTIN_ROLES[role] : this.#state.roles.get(role);
+        for (const permission of granted ?? []) union.add(permission);
+      }
+      set = union;
+      this.#permissionSets.set(key, set);
+    }
+    return set;
+  }
+
+  /** Resolves once every change queued so far is on disk (or failed). */
+  async flush(): Promise<void> {
+    await this.#queue.then(
+      () => undefined,
+      () => undefined,
+    );
+  }
+
+  #principal(
+    id: string,
+    record: { readonly roles: readonly string[]; readonly status: PrincipalStatus },
+    expiresAt: number,
+  ): Principal {
+    return {
+      id,
+      roles: record.roles,
+      status: record.status,
+      permissions: record.status === 'active' ? this.permissionsOf(record.roles) : EMPTY_PERMISSIONS,
+      expiresAt,
+    };
+  }
+
+  /** One serialized change: adopt external edits, apply `change` to a copy, persist, then publish. */
+  #mutate(change: (draft: PolicyState) => boolean): Promise<void> {
+    const step = this.#queue.then(async () => {
+      await this.#adoptExternalEdits();
+      const draft = copyState(this.#state);
+      if (!change(draft)) return;
+      await this.#write(draft);
+      this.#publish(draft);
+    });
+    this.#queue = step.catch(() => undefined);
+    return step;
+  }
+
+  async #adoptExternalEdits(): Promise<void> {
+    const stamp = await stampOf(this.file);
+    if (stamp === undefined || sameStamp(stamp, this.#stamp)) return;
+    let state: PolicyState;
+    try {
+      ({ state } = await readPolicy(this.file));
+    } catch (error) {
+      // Refuse to overwrite an operator's (broken) edit; known principals keep working meanwhile.
+      throw new SvcError(
+        'internal',
+        'the policy file was edited and is now invalid; fix it to allow changes',
+        {
+          cause: error,
+        },
+      );
+    }
+    this.#publish(state);
+    this.#stamp = stamp;
+  }
+
+  #publish(state: PolicyState): void {
+    if (state.roles !== this.#state.roles) this.#permissionSets.clear();
+    this.#state = state;
+  }
+
+  async #write(state: PolicyState): Promise<void> {
+    await this.#writeFile(this.file, serializePolicy(state), 0o600);
+    this.#stamp = await stampOf(this.file);
+  }
+}
