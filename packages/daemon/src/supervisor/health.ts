@@ -1,0 +1,94 @@
+// health_check_cmd: run through /bin/sh -c every `intervalMs` while the app's process runs, with a
+// timeout; exit 0 = healthy (0), anything else (including the timeout) = unhealthy (1).
+// One shared timer for all tracked apps (not one per app); a check still running when the next
+// tick comes is not started twice. Apps without a command use liveness (lifecycle.ts).
+import { execFile } from 'node:child_process';
+
+export interface HealthTarget {
+  readonly name: string;
+  readonly command: string | undefined;
+  readonly cwd: string | undefined;
+  readonly env: Record<string, string>;
+  report(health: 0 | 1): void;
+}
+
+export function runHealthCommand(
+  command: string,
+  options: { cwd: string | undefined; env: Record<string, string>; timeoutMs: number },
+): Promise<0 | 1> {
+  return new Promise((resolve) => {
+    try {
+      const child = execFile(
+        '/bin/sh',
+        ['-c', command],
+        {
+          cwd: options.cwd,
+          env: options.env,
+          timeout: options.timeoutMs,
+          killSignal: 'SIGKILL',
+          maxBuffer: 64 * 1024,
+        },
+        (error) => resolve(error === null ? 0 : 1),
+      );
+      child.stdin?.end();
+    } catch {
+      resolve(1);
+    }
+  });
+}
+
+export class HealthChecker {
+  readonly #targets = new Map<string, HealthTarget>();
+  readonly #running = new Set<string>();
+  readonly #intervalMs: number;
+  readonly #timeoutMs: number;
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(intervalMs: number, timeoutMs = Math.min(intervalMs, 5_000)) {
+    this.#intervalMs = intervalMs;
+    this.#timeoutMs = timeoutMs;
+  }
+
+  /** Start checking (first check right away). */
+  track(target: HealthTarget): void {
+    if (target.command === undefined) return;
+    this.#targets.set(target.name, target);
+    this.#check(target);
+    if (this.#timer === undefined) {
+      this.#timer = setInterval(() => this.#tick(), this.#intervalMs);
+      this.#timer.unref();
+    }
+  }
+
+  untrack(name: string): void {
+    this.#targets.delete(name);
+    if (this.#targets.size === 0 && this.#timer !== undefined) {
+      clearInterval(this.#timer);
+      this.#timer = undefined;
+    }
+  }
+
+  close(): void {
+    this.#targets.clear();
+    if (this.#timer !== undefined) clearInterval(this.#timer);
+    this.#timer = undefined;
+  }
+
+  #tick(): void {
+    for (const target of this.#targets.values()) this.#check(target);
+  }
+
+  #check(target: HealthTarget): void {
+    if (target.command === undefined || this.#running.has(target.name)) return;
+    this.#running.add(target.name);
+    void runHealthCommand(target.command, {
+      cwd: target.cwd,
+      env: target.env,
+      timeoutMs: this.#timeoutMs,
+    }).then((health) => {
+      this.#running.delete(target.name);
+      // Only report for the target still tracked (not a stale check of a stopped process).
+      if (this.#targets.get(target.name) === target) target.report(health);
+    });
+  }
+}

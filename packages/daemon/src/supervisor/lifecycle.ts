@@ -1,0 +1,457 @@
+// The lifecycle of one application: the only place that moves an app between states.
+//
+//                        register / enable / load
+//                                 │
+//                                 ▼
+//    ┌──────────┐ disable  ┌─────────────┐  due & in window   ┌──────────┐   spawned    ┌─────────┐
+//    │ disabled │◄─────────│  (decide)   │───────────────────►│ starting │─────────────►│ running │
+//    └──────────┘  (any    └─────────────┘                    └──────────┘              └─────────┘
+//         ▲        state)   │          │  ▲                        │ spawn failed         │   │
+//         │                 │ later    │  │ timer                  ▼                      │   │ exit on its own
+//         │                 ▼          │  │               (exit recorded, as a crash)     │   │ (EXIT event)
+//         │          ┌───────────┐     │  │                                               │   ▼
+//         │          │ scheduled │─────┼──┘                                               │  decideExitAction
+//         │          └───────────┘     │ never                                            │   ├ standby → decide (periodic: next slot)
+//         │                            ▼                                                  │   ├ restart → backoff (first: immediately)
+//         │                      ┌──────────┐                                             │   └ remove  → removed
+//         │                      │ stopped  │◄──── standby, not periodic                  │
+//         │                      └──────────┘                                             │ disable / remove / replace /
+//         │                                                                               │ run timeout / window end
+//         │                      ┌──────────┐  SIGTERM to group, SIGKILL after grace      ▼  (deliberate: no exit behavior)
+//         └──────────────────────│ stopping │◄───────────────────────────────────────────-┘
+//                 exit recorded  └──────────┘──► removed (remove) · decide (replace, timeout, window)
+//
+//    backoff ──timer──► starting          removed: terminal; REMOVED is published before the purge
+//
+// "Decide, then act": exit actions, backoff delays and schedule times come from the pure modules
+// restart-policy.ts and schedule.ts; this file only applies them. Each app owns ONE timer, armed
+// for the next instant its state cares about (next start, backoff end, window end, run timeout,
+// SIGKILL escalation, transient-app removal). Exits of our own children arrive through the
+// runner's exit callback (no polling); adopted processes are polled by the supervisor.
+//
+// Concerns that react to transitions (health checks, cgroups, snapshot, events) plug in as hooks.
+import { randomUUID } from 'node:crypto';
+import type { AppDefinition } from '../model/app-definition.ts';
+import type { ExitInfo, ProcessRunner } from './process-runner.ts';
+import { decideExitAction, INITIAL_CRASH_STATE, nextBackoff } from './restart-policy.ts';
+import type { CrashState } from './restart-policy.ts';
+import { inWindow, isPeriodic, nextStartTime, windowEnd } from './schedule.ts';
+import type { SupervisorEvent } from './types.ts';
+
+export type AppState =
+  'stopped' | 'scheduled' | 'starting' | 'running' | 'stopping' | 'backoff' | 'disabled' | 'removed';
+
+/** Why a process is being stopped on purpose; none of these triggers an exit behavior. */
+export type StopIntent = 'disable' | 'remove' | 'replace' | 'timeout' | 'window';
+
+/** Exit code reported for a process whose real code cannot be known (adopted after a restart). */
+export const UNKNOWN_EXIT_CODE = -256;
+export const ADOPTED_EXIT_ERROR = 'exit code unavailable: process was adopted after a daemon restart';
+
+export interface Clock {
+  now(): number;
+  setTimeout(callback: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+export interface RunningProcess {
+  pid: number;
+  processUuid: string;
+  startedAt: number;
+  /** Field 22 of /proc/<pid>/stat (0 when unknown, e.g. with a fake runner). */
+  startTicks: number;
+  adopted: boolean;
+}
+
+export interface Transient {
+  lifecycleSeconds: number;
+  /** Epoch ms after which a running process is stopped (deliberate). */
+  timeoutAt: number | undefined;
+}
+
+/** Everything the lifecycle needs from outside: ports (runner, clock) and per-concern hooks. */
+export interface LifecycleHost {
+  readonly runner: ProcessRunner;
+  readonly clock: Clock;
+  readonly stopGraceMs: number;
+  emit(event: SupervisorEvent): void;
+  /** Build the spawn request pieces: env (with the injected SVC_* variables) and the output fd. */
+  prepareSpawn(app: AppLifecycle, processUuid: string): { env: Record<string, string>; outputFd: number };
+  /** Called right after a process was spawned (cgroups, snapshot, health tracking). */
+  started(app: AppLifecycle, process: RunningProcess): void;
+  /** Called after an exit was recorded and EXIT was published. */
+  exited(app: AppLifecycle, process: RunningProcess, exitCode: number | undefined): void;
+  /** Runtime state changed in a way the snapshot should capture. */
+  changed(app: AppLifecycle): void;
+  /** The exit behavior `remove`, or a transient app's lifecycle ended: remove the app. */
+  requestRemoval(app: AppLifecycle): void;
+}
+
+export interface Runtime {
+  starts: number;
+  lastStartAt: number | undefined;
+  lastExitAt: number | undefined;
+  returnCode: number | undefined;
+  lastError: string | undefined;
+  /** Recent process uuids, newest first (to tell a superseded process key from an unknown one). */
+  uuids: string[];
+}
+
+const KEPT_UUIDS = 8;
+
+export class AppLifecycle {
+  def: AppDefinition;
+  state: AppState = 'stopped';
+  process: RunningProcess | undefined;
+  readonly runtime: Runtime = {
+    starts: 0,
+    lastStartAt: undefined,
+    lastExitAt: undefined,
+    returnCode: undefined,
+    lastError: undefined,
+    uuids: [],
+  };
+  /** Non-periodic apps: whether the app should be running (cleared by a standby exit). */
+  wantRun = true;
+  transient: Transient | undefined;
+  /** Result of the last health_check_cmd run while running; undefined = use liveness. */
+  checkedHealth: 0 | 1 | undefined;
+  /** Why the last process was stopped on purpose; undefined when it exited on its own. */
+  lastStop: StopIntent | undefined;
+  /** Last published health. */
+  health: 0 | 1 = 0;
+  /** Last seen process exit was abnormal (non-zero, signal, spawn failure, unknown). */
+  #crashed = false;
+  #crash: CrashState = INITIAL_CRASH_STATE;
+  #stopIntent: StopIntent | undefined;
+  #stopWaiters: (() => void)[] = [];
+  #timer: unknown;
+  #timerAt: number | undefined;
+  /** When the current state's deadline falls (next start, backoff end, kill, removal...). */
+  #dueAt: number | undefined;
+  readonly #host: LifecycleHost;
+
+  constructor(def: AppDefinition, host: LifecycleHost) {
+    this.def = def;
+    this.#host = host;
+  }
+
+  get name(): string {
+    return this.def.name;
+  }
+
+  /** Next automatic start (epoch ms) while scheduled or backing off. */
+  get nextStartAt(): number | undefined {
+    return this.state === 'scheduled' || this.state === 'backoff' ? this.#dueAt : undefined;
+  }
+
+  /** (Re)decide what to do now: start, schedule, or rest. Safe to call in any state. */
+  decide(): void {
+    if (this.state === 'removed' || this.state === 'stopping') return;
+    if (this.process !== undefined) {
+      this.#arm();
+      return;
+    }
+    const now = this.#host.clock.now();
+    if (this.def.status !== 1) {
+      this.#setState('disabled', undefined);
+      return;
+    }
+    if (this.transient !== undefined && this.runtime.starts > 0) {
+      // A transient run happens once; after it the app only waits for its removal.
+      this.#setState('stopped', (this.runtime.lastExitAt ?? now) + this.transient.lifecycleSeconds * 1000);
+      return;
+    }
+    const periodic = isPeriodic(this.def);
+    if (!periodic && !this.wantRun) {
+      this.#setState('stopped', undefined);
+      return;
+    }
+    const history =
+      periodic && this.runtime.lastStartAt !== undefined ? { lastStartAt: this.runtime.lastStartAt } : {};
+    const at = nextStartTime(this.def, history, now);
+    if (at === undefined) {
+      this.#setState('stopped', undefined);
+    } else if (at <= now && inWindow(this.def, now)) {
+      this.start();
+    } else {
+      this.#setState('scheduled', Math.max(at, now));
+    }
+  }
+
+  /** Spawn a process now. */
+  start(): void {
+    const host = this.#host;
+    const now = host.clock.now();
+    const processUuid = randomUUID();
+    this.#setState('starting', undefined);
+    this.runtime.uuids = [processUuid, ...this.runtime.uuids].slice(0, KEPT_UUIDS);
+    this.runtime.starts++;
+    this.runtime.lastStartAt = now;
+    let prepared: { env: Record<string, string>; outputFd: number };
+    try {
+      prepared = host.prepareSpawn(this, processUuid);
+    } catch (error) {
+      this.#recordExit(
+        { pid: 0, processUuid, startedAt: now, startTicks: 0, adopted: false },
+        1,
+        `cannot start: ${(error as Error).message}`,
+      );
+      return;
+    }
+    const metadata = this.def.metadata;
+    const spawned = host.runner.spawn({
+      command: this.def.command,
+      shell: this.def.shell,
+      cwd: this.def.working_dir,
+      env: prepared.env,
+      stdin:
+        metadata === undefined
+          ? undefined
+          : typeof metadata === 'string'
+            ? metadata
+            : JSON.stringify(metadata),
+      outputFd: prepared.outputFd,
+    });
+    const process: RunningProcess = {
+      pid: spawned.pid,
+      processUuid,
+      startedAt: now,
+      startTicks: 0,
+      adopted: false,
+    };
+    if (spawned.pid > 0) {
+      this.process = process;
+      this.#setState('running', undefined);
+      host.emit({ type: 'START', app: this.name, pid: spawned.pid, processUuid });
+      host.started(this, process);
+    }
+    // The callback runs from the event loop, never synchronously: START is always published first.
+    spawned.onExit((info: ExitInfo) => this.#recordExit(process, info.exitCode, info.spawnError));
+  }
+
+  /** Take over a process that outlived the previous daemon; its exit is reported by `adoptedExited`. */
+  adopt(process: RunningProcess): void {
+    this.process = process;
+    this.#setState('running', undefined);
+  }
+
+  /** The supervisor's poll found that an adopted process is gone. */
+  adoptedExited(): void {
+    const process = this.process;
+    if (process === undefined || !process.adopted) return;
+    this.#recordExit(process, undefined, ADOPTED_EXIT_ERROR);
+  }
+
+  /** Stop the running process on purpose; resolves once its exit is recorded. */
+  stop(intent: StopIntent): Promise<void> {
+    const process = this.process;
+    if (process === undefined) {
+      this.#clearTimer();
+      return Promise.resolve();
+    }
+    // A stronger intent replaces a weaker one (remove beats disable beats window/timeout).
+    if (
+      this.#stopIntent === undefined ||
+      intent === 'remove' ||
+      intent === 'replace' ||
+      intent === 'disable'
+    ) {
+      this.#stopIntent = intent;
+    }
+    const done = new Promise<void>((resolve) => this.#stopWaiters.push(resolve));
+    if (this.state !== 'stopping') {
+      this.#setState('stopping', this.#host.clock.now() + this.#host.stopGraceMs);
+      this.#host.runner.killGroup(process.pid, 'SIGTERM');
+    }
+    return done;
+  }
+
+  /** Mark removed: no further transitions, timers cleared. */
+  markRemoved(): void {
+    this.#clearTimer();
+    this.state = 'removed';
+    this.#dueAt = undefined;
+  }
+
+  /** Stop timers without touching the process (daemon shutdown). */
+  detach(): void {
+    this.#clearTimer();
+  }
+
+  /** Health: the check result while running with a health_check_cmd, else liveness. */
+  computeHealth(): 0 | 1 {
+    if (
+      this.state === 'running' &&
+      this.def.health_check_cmd !== undefined &&
+      this.checkedHealth !== undefined
+    ) {
+      return this.checkedHealth;
+    }
+    if (this.state === 'disabled' || this.state === 'removed') return 0;
+    // "Should be running but is not": waiting to restart after a crash, or left down by a crash.
+    if (this.state === 'backoff') return 1;
+    if (
+      (this.state === 'stopped' || this.state === 'scheduled') &&
+      this.#crashed &&
+      this.transient === undefined
+    )
+      return 1;
+    return 0;
+  }
+
+  /** Re-evaluate health and publish HEALTH when it changed. */
+  refreshHealth(): void {
+    const health = this.computeHealth();
+    if (health === this.health || this.state === 'removed') return;
+    const previousHealth = this.health;
+    this.health = health;
+    this.#host.emit({ type: 'HEALTH', app: this.name, health, previousHealth });
+  }
+
+  /** Restore runtime fields from the snapshot. */
+  restoreRuntime(runtime: Runtime, wantRun: boolean, crashed: boolean): void {
+    Object.assign(this.runtime, runtime);
+    this.wantRun = wantRun;
+    this.#crashed = crashed;
+  }
+
+  get crashed(): boolean {
+    return this.#crashed;
+  }
+
+  /** The app was (re)configured or enabled: forget crash history and run again. */
+  resetForRun(): void {
+    this.wantRun = true;
+    this.#crash = INITIAL_CRASH_STATE;
+    this.#crashed = false;
+  }
+
+  #recordExit(process: RunningProcess, exitCode: number | undefined, error: string | undefined): void {
+    if (this.state === 'removed' && this.process === undefined) return;
+    const host = this.#host;
+    const now = host.clock.now();
+    if (this.process === process) this.process = undefined;
+    const intent = this.#stopIntent;
+    this.#stopIntent = undefined;
+    this.lastStop = intent;
+    if (intent === 'timeout') error ??= 'stopped: run timeout exceeded';
+    this.runtime.lastExitAt = now;
+    this.runtime.returnCode = exitCode;
+    this.runtime.lastError = error;
+    this.checkedHealth = undefined;
+    const code = exitCode ?? UNKNOWN_EXIT_CODE;
+    host.emit({
+      type: 'EXIT',
+      app: this.name,
+      pid: process.pid,
+      exitCode: code,
+      lastError: error,
+      processUuid: process.processUuid,
+    });
+    host.exited(this, process, exitCode);
+
+    const waiters = this.#stopWaiters;
+    this.#stopWaiters = [];
+    if (intent !== undefined) {
+      // Deliberate stop: no exit behavior. Whoever asked decides what comes next.
+      this.#crashed = false;
+      if (intent === 'disable') this.#setState('disabled', undefined);
+      else if (intent === 'remove' || intent === 'replace') this.#setState('stopped', undefined);
+      else this.decide(); // timeout (transient: waits for removal) or window end (next window)
+      for (const resolve of waiters) resolve();
+      host.changed(this);
+      return;
+    }
+    if (this.state === 'removed') return;
+
+    this.#crashed = code !== 0;
+    const action = decideExitAction(this.def, code);
+    if (this.transient !== undefined || action === 'standby') {
+      if (!isPeriodic(this.def)) this.wantRun = false;
+      this.decide();
+    } else if (action === 'remove') {
+      this.#setState('stopped', undefined);
+      host.requestRemoval(this);
+    } else {
+      const { delayMs, state } = nextBackoff(this.#crash, now - process.startedAt, now);
+      this.#crash = state;
+      if (delayMs === 0 && this.def.status === 1 && inWindow(this.def, now)) this.start();
+      else if (delayMs === 0) this.decide();
+      else this.#setState('backoff', now + delayMs);
+    }
+    host.changed(this);
+  }
+
+  #setState(state: AppState, dueAt: number | undefined): void {
+    this.state = state;
+    this.#dueAt = dueAt;
+    this.#arm();
+    this.refreshHealth();
+  }
+
+  /** The one timer: the earliest instant the current state cares about. */
+  #deadline(): number | undefined {
+    if (this.state === 'running') {
+      const now = this.#host.clock.now();
+      const end = windowEnd(this.def, now);
+      const timeout = this.transient?.timeoutAt;
+      if (end === undefined) return timeout;
+      return timeout === undefined ? end : Math.min(end, timeout);
+    }
+    return this.#dueAt;
+  }
+
+  #arm(): void {
+    const at = this.#deadline();
+    if (at === this.#timerAt && this.#timer !== undefined) return;
+    this.#clearTimer();
+    if (at === undefined) return;
+    const clock = this.#host.clock;
+    this.#timerAt = at;
+    // setTimeout holds at most 2^31-1 ms; a longer wait re-arms when it fires.
+    this.#timer = clock.setTimeout(() => this.#wake(), Math.min(Math.max(0, at - clock.now()), 2 ** 31 - 1));
+  }
+
+  #clearTimer(): void {
+    if (this.#timer !== undefined) this.#host.clock.clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#timerAt = undefined;
+  }
+
+  #wake(): void {
+    this.#timer = undefined;
+    this.#timerAt = undefined;
+    const now = this.#host.clock.now();
+    const due = this.#deadline();
+    if (due !== undefined && due > now) {
+      this.#arm();
+      return;
+    }
+    switch (this.state) {
+      case 'running': {
+        const timedOut = this.transient?.timeoutAt !== undefined && this.transient.timeoutAt <= now;
+        void this.stop(timedOut ? 'timeout' : 'window');
+        return;
+      }
+      case 'stopping':
+        if (this.process !== undefined) this.#host.runner.killGroup(this.process.pid, 'SIGKILL');
+        return;
+      case 'backoff':
+        this.#dueAt = undefined;
+        if (this.def.status === 1 && inWindow(this.def, now)) this.start();
+        else this.decide();
+        return;
+      case 'scheduled':
+        this.#dueAt = undefined;
+        if (this.def.status === 1 && inWindow(this.def, now)) this.start();
+        else this.decide();
+        return;
+      case 'stopped':
+        if (this.transient !== undefined) this.#host.requestRemoval(this);
+        return;
+      default:
+        return;
+    }
+  }
+}

@@ -1,0 +1,238 @@
+// Captured output: work/stdout/<name>.out is the current (or last) process's stdout+stderr,
+// <name>.out.1 … .out.N the N previous ones (N = stdout_cache_num), rotated at each new start.
+//
+// Contracts:
+// - The child writes its own file (an O_APPEND fd opened here and passed as stdio), so the file is
+//   append-only and a byte position identifies a byte forever: consecutive reads by position never
+//   lose or duplicate a byte.
+// - Rotation is synchronous (renames in one JS turn) and a read resolves its file to an open fd
+//   in one JS turn too, so a read never lands on a file that was rotated under it.
+// - `exitCode` is returned only when the process had exited BEFORE the file size was taken and
+//   the read reached that size: a reader that sees it has seen every byte.
+import {
+  closeSync,
+  existsSync,
+  fstatSync,
+  mkdirSync,
+  openSync,
+  readSync,
+  renameSync,
+  rmSync,
+  watch,
+} from 'node:fs';
+import type { FSWatcher } from 'node:fs';
+import { join } from 'node:path';
+import { SvcError } from '@svc/protocol';
+import type { OutputChunk, OutputQuery } from './types.ts';
+
+/** Default and maximum bytes returned by one read. */
+export const MAX_READ_BYTES = 1024 * 1024;
+/** Long polls re-stat at this period in case an inotify event is missed (e.g. on NFS). */
+const SAFETY_RESTAT_MS = 500;
+
+export interface OutputFileInfo {
+  processUuid: string | undefined;
+  exited: boolean;
+  /** Undefined while running, or when the process was adopted and its exit code is unknown. */
+  exitCode: number | undefined;
+}
+
+interface AppOutput {
+  /** files[0] = <name>.out, files[i] = <name>.out.i */
+  files: OutputFileInfo[];
+  waiters: Set<() => void>;
+}
+
+export class OutputStore {
+  readonly dir: string;
+  readonly #apps = new Map<string, AppOutput>();
+  /** Reported as the exit code of a process whose real code is unknown (adopted, see snapshot.ts). */
+  readonly #unknownExitCode: number;
+
+  constructor(dir: string, unknownExitCode: number) {
+    this.dir = dir;
+    this.#unknownExitCode = unknownExitCode;
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+  }
+
+  path(app: string, index: number): string {
+    return join(this.dir, index === 0 ? `${app}.out` : `${app}.out.${index}`);
+  }
+
+  #state(app: string): AppOutput {
+    let state = this.#apps.get(app);
+    if (state === undefined) {
+      state = { files: [], waiters: new Set() };
+      this.#apps.set(app, state);
+    }
+    return state;
+  }
+
+  /**
+   * Restore what is known about an app's files after a daemon restart: from the snapshot when it
+   * has the app, else from the files on disk (process uuids unknown, all exited).
+   */
+  restore(app: string, files: readonly OutputFileInfo[] | undefined): void {
+    const state = this.#state(app);
+    if (files !== undefined) {
+      state.files = files.filter((_, i) => existsSync(this.path(app, i))).map((f) => ({ ...f }));
+      return;
+    }
+    const found: OutputFileInfo[] = [];
+    while (existsSync(this.path(app, found.length)))
+      found.push({ processUuid: undefined, exited: true, exitCode: undefined });
+    state.files = found;
+  }
+
+  files(app: string): readonly OutputFileInfo[] {
+    return this.#apps.get(app)?.files ?? [];
+  }
+
+  /** Number of older output files kept. */
+  cacheSize(app: string): number {
+    return Math.max(0, (this.#apps.get(app)?.files.length ?? 0) - 1);
+  }
+
+  /**
+   * Rotate and open a fresh <name>.out for a new process; returns an O_APPEND fd that the caller
+   * passes to the child and then closes. `keep` = number of older files kept.
+   */
+  openForProcess(app: string, processUuid: string, keep: number): number {
+    const state = this.#state(app);
+    const files = state.files;
+    for (let i = files.length - 1; i >= 0; i--) {
+      try {
+        if (i + 1 > keep) rmSync(this.path(app, i), { force: true });
+        else renameSync(this.path(app, i), this.path(app, i + 1));
+      } catch {
+        // A file removed by hand: its slot is simply empty from now on.
+      }
+    }
+    const fd = openSync(this.path(app, 0), 'a', 0o600);
+    state.files = [{ processUuid, exited: false, exitCode: undefined }, ...files].slice(0, keep + 1);
+    return fd;
+  }
+
+  /** Record that a process exited and wake its long polls. */
+  markExited(app: string, processUuid: string, exitCode: number | undefined): void {
+    const state = this.#apps.get(app);
+    if (state === undefined) return;
+    const file = state.files.find((f) => f.processUuid === processUuid);
+    if (file !== undefined) {
+      file.exited = true;
+      file.exitCode = exitCode;
+    }
+    this.#wake(state);
+  }
+
+  #wake(state: AppOutput): void {
+    for (const waiter of [...state.waiters]) waiter();
+  }
+
+  /** Delete every file of the app and wake its long polls (they then return what they have). */
+  remove(app: string): void {
+    const state = this.#apps.get(app);
+    if (state === undefined) return;
+    for (let i = 0; i < Math.max(state.files.length, 1); i++) rmSync(this.path(app, i), { force: true });
+    this.#apps.delete(app);
+    this.#wake(state);
+  }
+
+  async read(app: string, query: OutputQuery): Promise<OutputChunk> {
+    const state = this.#state(app);
+    let index = query.index;
+    if (query.processUuid !== undefined) {
+      index = state.files.findIndex((f) => f.processUuid === query.processUuid);
+      if (index < 0)
+        throw new SvcError('not_found', `no output of process ${query.processUuid} is kept for ${app}`);
+    }
+    if (!Number.isInteger(index) || index < 0)
+      throw new SvcError('invalid_query', 'stdout_index must be >= 0');
+    const file = state.files[index];
+    if (file === undefined) {
+      if (index === 0)
+        return { output: Buffer.alloc(0), position: 0, exitCode: undefined, processUuid: undefined };
+      throw new SvcError('not_found', `${app} has no output file with index ${index}`);
+    }
+    const cap =
+      query.maxSize !== undefined && query.maxSize > 0
+        ? Math.min(query.maxSize, MAX_READ_BYTES)
+        : MAX_READ_BYTES;
+    const position = Math.max(0, Math.floor(query.position));
+    const deadline = Date.now() + Math.max(0, query.timeoutMs);
+
+    // Open by path and watch in the same JS turn: rotation cannot slip in between.
+    let fd: number;
+    try {
+      fd = openSync(this.path(app, index), 'r');
+    } catch {
+      return {
+        output: Buffer.alloc(0),
+        position,
+        exitCode: this.#exitCodeOf(file),
+        processUuid: file.processUuid,
+      };
+    }
+    let watcher: FSWatcher | undefined;
+    let wake: (() => void) | undefined;
+    const changed = (): void => wake?.();
+    try {
+      if (query.timeoutMs > 0 && !file.exited) {
+        try {
+          watcher = watch(this.path(app, index), { persistent: false }, changed);
+          watcher.on('error', changed);
+        } catch {
+          // No inotify: the safety re-stat below still finds new bytes.
+        }
+        state.waiters.add(changed);
+      }
+      for (;;) {
+        const exited = file.exited;
+        const size = fstatSync(fd).size;
+        if (position < size) {
+          const length = Math.min(cap, size - position);
+          const buffer = Buffer.allocUnsafe(length);
+          let got = 0;
+          while (got < length) {
+            const n = readSync(fd, buffer, got, length - got, position + got);
+            if (n === 0) break;
+            got += n;
+          }
+          const next = position + got;
+          return {
+            output: got === length ? buffer : buffer.subarray(0, got),
+            position: next,
+            exitCode: exited && next >= size ? this.#exitCodeOf(file) : undefined,
+            processUuid: file.processUuid,
+          };
+        }
+        const remaining = deadline - Date.now();
+        if (exited || remaining <= 0 || !this.#apps.has(app)) {
+          return {
+            output: Buffer.alloc(0),
+            position: size,
+            exitCode: exited ? this.#exitCodeOf(file) : undefined,
+            processUuid: file.processUuid,
+          };
+        }
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, Math.min(remaining, SAFETY_RESTAT_MS));
+          wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+        wake = undefined;
+      }
+    } finally {
+      watcher?.close();
+      state.waiters.delete(changed);
+      closeSync(fd);
+    }
+  }
+
+  #exitCodeOf(file: OutputFileInfo): number | undefined {
+    if (!file.exited) return undefined;
+    return file.exitCode ?? this.#unknownExitCode;
+  }
+}

@@ -1,0 +1,180 @@
+// Spawning and signalling OS processes, behind a small port so the lifecycle machine can be unit
+// tested with an in-memory twin (FakeRunner in lifecycle.test.ts).
+//
+// Contract of the real runner:
+// - every child gets its own process group (`detached: true`) and is unref'd, so it survives the
+//   daemon; stopping signals the whole group (`kill(-pid)`).
+// - stdout and stderr are one file descriptor opened O_APPEND by the caller and handed to the
+//   child as-is: the daemon never relays bytes, so nothing is lost or duplicated and capture
+//   continues while the daemon is down.
+// - `metadata` is written to stdin, then stdin is closed; without metadata stdin is /dev/null.
+// - a spawn failure (ENOENT, EACCES, bad cwd) never throws: it is reported through `onExit` with
+//   `spawnError` set and a shell-like exit code (127 not found, 126 not executable, 1 otherwise).
+import { spawn } from 'node:child_process';
+import { constants } from 'node:os';
+
+export interface SpawnRequest {
+  command: string;
+  /** Run through `/bin/sh -c <command>`; otherwise split with a quote-aware splitter, no shell. */
+  shell: boolean;
+  cwd: string | undefined;
+  /** The complete environment of the child. */
+  env: Record<string, string>;
+  /** Written to stdin, then stdin is closed; undefined = stdin is /dev/null. */
+  stdin: string | undefined;
+  /** File descriptor used for both stdout and stderr. The caller closes it after spawn returns. */
+  outputFd: number;
+}
+
+export interface ExitInfo {
+  /** Exit status, or minus the signal number when killed by a signal. */
+  exitCode: number;
+  /** Set when the process never started. */
+  spawnError: string | undefined;
+}
+
+export interface SpawnedProcess {
+  /** 0 when spawning failed (then `onExit` fires soon with spawnError). */
+  readonly pid: number;
+  /** Called exactly once. */
+  onExit(callback: (info: ExitInfo) => void): void;
+}
+
+export interface ProcessRunner {
+  spawn(request: SpawnRequest): SpawnedProcess;
+  /** Signal a whole process group; returns false when it no longer exists. */
+  killGroup(pid: number, signal: NodeJS.Signals): boolean;
+}
+
+/** Split a command line into argv: whitespace separates, '…' is literal, "…" honours \" \\ \$ \`, \ escapes. */
+export function splitCommandLine(line: string): string[] {
+  const args: string[] = [];
+  let current = '';
+  let inArg = false;
+  let quote: '"' | "'" | undefined;
+  for (let i = 0; i < line.length; i++) {
+    const c = line[i] as string;
+    if (quote === "'") {
+      if (c === "'") quote = undefined;
+      else current += c;
+    } else if (quote === '"') {
+      if (c === '"') quote = undefined;
+      else if (c === '\\' && i + 1 < line.length && '"\\$`'.includes(line[i + 1] as string))
+        current += line[++i];
+      else current += c;
+    } else if (c === "'" || c === '"') {
+      quote = c;
+      inArg = true;
+    } else if (c === '\\' && i + 1 < line.length) {
+      current += line[++i];
+      inArg = true;
+    } else if (/\s/.test(c)) {
+      if (inArg) args.push(current);
+      current = '';
+      inArg = false;
+    } else {
+      current += c;
+      inArg = true;
+    }
+  }
+  if (quote !== undefined) throw new Error(`unterminated ${quote} quote in command`);
+  if (inArg) args.push(current);
+  return args;
+}
+
+export function exitCodeOf(code: number | null, signal: NodeJS.Signals | null): number {
+  if (code !== null) return code;
+  if (signal !== null) return -(constants.signals[signal] ?? 0);
+  return -1;
+}
+
+function spawnErrorCode(error: NodeJS.ErrnoException): number {
+  if (error.code === 'ENOENT') return 127;
+  if (error.code === 'EACCES' || error.code === 'ENOEXEC') return 126;
+  return 1;
+}
+
+export function createProcessRunner(): ProcessRunner {
+  return {
+    spawn(request) {
+      let file: string;
+      let args: string[];
+      try {
+        if (request.shell) {
+          file = '/bin/sh';
+          args = ['-c', request.command];
+        } else {
+          const argv = splitCommandLine(request.command);
+          if (argv.length === 0) throw new Error('empty command');
+          file = argv[0] as string;
+          args = argv.slice(1);
+        }
+      } catch (error) {
+        return failed(`cannot parse command: ${(error as Error).message}`, 1);
+      }
+      let exited: ExitInfo | undefined;
+      let listener: ((info: ExitInfo) => void) | undefined;
+      const finish = (info: ExitInfo): void => {
+        if (exited !== undefined) return;
+        exited = info;
+        listener?.(info);
+      };
+      let child;
+      try {
+        child = spawn(file, args, {
+          cwd: request.cwd,
+          env: request.env,
+          detached: true,
+          stdio: [request.stdin === undefined ? 'ignore' : 'pipe', request.outputFd, request.outputFd],
+          windowsHide: true,
+        });
+      } catch (error) {
+        // Synchronous throws: invalid arguments (e.g. a NUL byte in env), EAGAIN/EMFILE.
+        return failed(`spawn failed: ${(error as Error).message}`, 1);
+      }
+      child.on('error', (error: NodeJS.ErrnoException) => {
+        if (child.pid === undefined) {
+          const where =
+            error.code === 'ENOENT' && request.cwd !== undefined
+              ? ` (command or working_dir ${request.cwd})`
+              : '';
+          finish({ exitCode: spawnErrorCode(error), spawnError: `spawn failed: ${error.message}${where}` });
+        }
+      });
+      child.on('exit', (code, signal) =>
+        finish({ exitCode: exitCodeOf(code, signal), spawnError: undefined }),
+      );
+      if (request.stdin !== undefined && child.stdin !== null) {
+        // The child may exit without reading: EPIPE is not an error of the daemon.
+        child.stdin.on('error', () => undefined);
+        child.stdin.end(request.stdin);
+      }
+      child.unref();
+      return {
+        pid: child.pid ?? 0,
+        onExit(callback) {
+          listener = callback;
+          if (exited !== undefined) callback(exited);
+        },
+      };
+    },
+    killGroup(pid, signal) {
+      if (pid <= 0) return false;
+      try {
+        process.kill(-pid, signal);
+        return true;
+      } catch {
+        return false;
+      }
+    },
+  };
+}
+
+function failed(message: string, exitCode: number): SpawnedProcess {
+  return {
+    pid: 0,
+    onExit(callback) {
+      queueMicrotask(() => callback({ exitCode, spawnError: message }));
+    },
+  };
+}

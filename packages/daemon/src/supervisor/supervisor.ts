@@ -1,0 +1,575 @@
+// The supervisor: the registry of apps (Map by name), wiring each AppLifecycle to the real ports
+// (process runner, output store, cgroups, health checks, snapshot) and implementing SupervisorApi.
+//
+// Hot path (register -> running): validate, persist atomically (fsync) BEFORE acknowledging, then
+// spawn; nothing on it is O(number of apps). Mutations of one app are serialized through a
+// per-app promise chain; different apps never wait for each other.
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { closeSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { SvcError } from '@svc/protocol';
+import type { Logger } from '../log/logger.ts';
+import type { AppDefinition } from '../model/app-definition.ts';
+import { parseAppDefinition, toPublicView } from '../model/app-definition.ts';
+import type { SecretCrypter } from '../model/secret-crypter.ts';
+import { AppStore } from './app-store.ts';
+import { HealthChecker } from './health.ts';
+import { AppLifecycle, UNKNOWN_EXIT_CODE } from './lifecycle.ts';
+import type { Clock, LifecycleHost, RunningProcess } from './lifecycle.ts';
+import { OutputStore } from './output-store.ts';
+import { CLOCK_TICKS, isSameProcess, readProcStat, readRssBytes } from './proc-stats.ts';
+import { createProcessRunner } from './process-runner.ts';
+import type { ProcessRunner } from './process-runner.ts';
+import { probeResourceLimiter } from './resource-limit.ts';
+import type { ResourceLimiter } from './resource-limit.ts';
+import {
+  DEFAULT_RUN_LIFECYCLE_SECONDS,
+  DEFAULT_SYNC_RUN_TIMEOUT_SECONDS,
+  transientDefinition,
+} from './runs.ts';
+import { readSnapshot, SnapshotWriter } from './snapshot.ts';
+import type { SnapshotApp, SnapshotData } from './snapshot.ts';
+import type {
+  AppView,
+  OutputChunk,
+  OutputQuery,
+  RunOptions,
+  SupervisorApi,
+  SupervisorEvent,
+} from './types.ts';
+
+export interface SupervisorOptions {
+  workDir: string;
+  crypter: SecretCrypter;
+  /** REST base URL injected as SVC_DAEMON_URL. */
+  daemonUrl: string;
+  logger: Logger;
+  now?: () => number;
+  /** SIGTERM -> SIGKILL grace (default 5000 ms). */
+  stopGraceMs?: number;
+  /** health_check_cmd period (default 10 s). */
+  healthIntervalMs?: number;
+  /** Directory of bundled system apps (*.yaml, loaded trusted). */
+  bundledAppsDir?: string;
+  /** Key of the process keys: HMAC-SHA256(processKeySecret, process_uuid). */
+  processKeySecret: Buffer;
+  /** Test seams. */
+  runner?: ProcessRunner;
+  cgroupRoot?: string;
+  /** Period of the liveness poll of adopted processes (default 250 ms). */
+  adoptedPollMs?: number;
+}
+
+export interface Supervisor extends SupervisorApi {
+  /** SVC_PROCESS_KEY of the app's current (or last) process. */
+  processKey(name: string): string | undefined;
+  verifyProcessKey(name: string, key: string): 'ok' | 'superseded' | 'unknown';
+  /** Lifecycle state of an app (tests, diagnostics). */
+  state(name: string): string | undefined;
+}
+
+const DEFAULT_STOP_GRACE_MS = 5_000;
+const DEFAULT_HEALTH_INTERVAL_MS = 10_000;
+const DEFAULT_ADOPTED_POLL_MS = 250;
+
+function realClock(now: () => number): Clock {
+  return {
+    now,
+    setTimeout(callback, ms) {
+      const timer = setTimeout(callback, ms);
+      timer.unref();
+      return timer;
+    },
+    clearTimeout(handle) {
+      clearTimeout(handle as NodeJS.Timeout);
+    },
+  };
+}
+
+/** The daemon's environment minus its own SVC_* settings (which may carry secrets). */
+function baseEnvironment(): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [key, value] of Object.entries(process.env)) {
+    if (value !== undefined && !key.startsWith('SVC_')) env[key] = value;
+  }
+  return env;
+}
+
+const iso = (ms: number | undefined): string | undefined =>
+  ms === undefined ? undefined : new Date(ms).toISOString();
+
+export async function createSupervisor(options: SupervisorOptions): Promise<Supervisor> {
+  const logger = options.logger.child({ component: 'supervisor' });
+  const now = options.now ?? Date.now;
+  const clock = realClock(now);
+  const runner = options.runner ?? createProcessRunner();
+  const workDir = options.workDir;
+  mkdirSync(workDir, { recursive: true, mode: 0o700 });
+  const store = new AppStore(join(workDir, 'apps'), options.crypter);
+  const output = new OutputStore(join(workDir, 'stdout'), UNKNOWN_EXIT_CODE);
+  const limiter: ResourceLimiter = probeResourceLimiter(logger, options.cgroupRoot);
+  const health = new HealthChecker(options.healthIntervalMs ?? DEFAULT_HEALTH_INTERVAL_MS);
+  const baseEnv = baseEnvironment();
+  const secret = options.processKeySecret;
+  const keyOf = (uuid: string): string => createHmac('sha256', secret).update(uuid).digest('hex');
+
+  const apps = new Map<string, AppLifecycle>();
+  const limitStatus = new Map<string, string>();
+  const cpuSamples = new Map<string, { ticks: number; at: number }>();
+  const listeners = new Set<(event: SupervisorEvent) => void>();
+  const chains = new Map<string, Promise<unknown>>();
+  const adopted = new Set<AppLifecycle>();
+  let adoptedTimer: NodeJS.Timeout | undefined;
+  let detached = false;
+
+  const emit = (event: SupervisorEvent): void => {
+    for (const listener of listeners) {
+      try {
+        listener(event);
+      } catch (error) {
+        logger.error('event listener failed', { event: event.type, app: event.app, error });
+      }
+    }
+  };
+
+  /** Serialize mutations of one app. */
+  const serial = <T>(name: string, task: () => Promise<T>): Promise<T> => {
+    const previous = chains.get(name) ?? Promise.resolve();
+    const next = previous.then(task, task);
+    const settled = next.then(
+      () => undefined,
+      () => undefined,
+    );
+    chains.set(name, settled);
+    void settled.then(() => {
+      if (chains.get(name) === settled) chains.delete(name);
+    });
+    return next;
+  };
+
+  const collect = (): SnapshotData => {
+    const processes: SnapshotData['processes'] = [];
+    const appsData: Record<string, SnapshotApp> = {};
+    for (const app of apps.values()) {
+      const p = app.process;
+      if (p !== undefined && p.startTicks > 0) {
+        processes.push({
+          app: app.name,
+          pid: p.pid,
+          startTicks: p.startTicks,
+          processUuid: p.processUuid,
+          startedAt: p.startedAt,
+        });
+      }
+      appsData[app.name] = {
+        ...app.runtime,
+        uuids: [...app.runtime.uuids],
+        wantRun: app.wantRun,
+        crashed: app.crashed,
+        transient: app.transient,
+        outputs: output.files(app.name).map((f) => ({ ...f })),
+      };
+    }
+    return { version: 1, writtenAt: now(), processes, apps: appsData };
+  };
+  const snapshot = new SnapshotWriter(join(workDir, '.snapshot'), collect, logger);
+
+  const pollAdopted = (): void => {
+    for (const app of adopted) {
+      const p = app.process;
+      if (p === undefined || !p.adopted) {
+        adopted.delete(app);
+      } else if (!isSameProcess(p.pid, p.startTicks)) {
+        adopted.delete(app);
+        app.adoptedExited();
+      }
+    }
+    if (adopted.size === 0 && adoptedTimer !== undefined) {
+      clearInterval(adoptedTimer);
+      adoptedTimer = undefined;
+    }
+  };
+  const watchAdopted = (app: AppLifecycle): void => {
+    adopted.add(app);
+    if (adoptedTimer === undefined) {
+      adoptedTimer = setInterval(pollAdopted, options.adoptedPollMs ?? DEFAULT_ADOPTED_POLL_MS);
+      adoptedTimer.unref();
+    }
+  };
+
+  const removeNow = async (app: AppLifecycle): Promise<void> => {
+    if (app.state === 'removed') return;
+    await app.stop('remove');
+    // REMOVED first, then the purge (subscriptions of the app are dropped on this event).
+    emit({ type: 'REMOVED', app: app.name });
+    app.markRemoved();
+    apps.delete(app.name);
+    health.untrack(app.name);
+    limiter.release(app.name);
+    limitStatus.delete(app.name);
+    cpuSamples.delete(app.name);
+    adopted.delete(app);
+    output.remove(app.name);
+    if (!app.def.system) await store.delete(app.name);
+    snapshot.schedule();
+  };
+
+  const envFor = (def: AppDefinition): Record<string, string> => ({ ...baseEnv, ...def.env, ...def.sec_env });
+
+  const host: LifecycleHost = {
+    runner,
+    clock,
+    stopGraceMs: options.stopGraceMs ?? DEFAULT_STOP_GRACE_MS,
+    emit,
+    prepareSpawn(app, processUuid) {
+      const env = envFor(app.def);
+      env['SVC_PROCESS_KEY'] = keyOf(processUuid);
+      env['SVC_APPLICATION_NAME'] = app.name;
+      env['SVC_LAUNCH_TIME'] = new Date(now()).toISOString();
+      env['SVC_DAEMON_URL'] = options.daemonUrl;
+      const fd = output.openForProcess(app.name, processUuid, app.def.stdout_cache_num);
+      // The child holds its own copy of the fd once spawned; ours is closed right after.
+      queueMicrotask(() => closeSync(fd));
+      return { env, outputFd: fd };
+    },
+    started(app, process) {
+      process.startTicks = readProcStat(process.pid)?.startTicks ?? 0;
+      if (app.def.resource_limit !== undefined) {
+        limitStatus.set(app.name, limiter.apply(app.name, process.pid, app.def.resource_limit));
+      }
+      if (app.def.health_check_cmd !== undefined) {
+        health.track({
+          name: app.name,
+          command: app.def.health_check_cmd,
+          cwd: app.def.working_dir,
+          env: envFor(app.def),
+          report: (h) => {
+            app.checkedHealth = h;
+            app.refreshHealth();
+          },
+        });
+      }
+      snapshot.schedule();
+    },
+    exited(app, process, exitCode) {
+      health.untrack(app.name);
+      cpuSamples.delete(app.name);
+      output.markExited(app.name, process.processUuid, exitCode);
+      if (process.adopted) adopted.delete(app);
+    },
+    changed() {
+      snapshot.schedule();
+    },
+    requestRemoval(app) {
+      void serial(app.name, () => removeNow(app)).catch((error: unknown) =>
+        logger.error('automatic removal failed', { app: app.name, error }),
+      );
+    },
+  };
+
+  const view = (app: AppLifecycle): AppView => {
+    const v = toPublicView(app.def) as AppView;
+    const r = app.runtime;
+    const p = app.process;
+    v['state'] = app.state;
+    if (p !== undefined) {
+      v['pid'] = p.pid;
+      v['process_uuid'] = p.processUuid;
+      const stat = readProcStat(p.pid);
+      const rss = readRssBytes(p.pid);
+      if (rss !== undefined) v['memory'] = rss;
+      if (stat !== undefined) {
+        const t = now();
+        const previous = cpuSamples.get(app.name);
+        const base = previous ?? { ticks: 0, at: p.startedAt };
+        const elapsed = Math.max(1, t - base.at);
+        v['cpu'] = Math.round(((stat.cpuTicks - base.ticks) / CLOCK_TICKS / (elapsed / 1000)) * 10000) / 100;
+        cpuSamples.set(app.name, { ticks: stat.cpuTicks, at: t });
+      }
+    } else if (r.uuids[0] !== undefined) {
+      v['process_uuid'] = r.uuids[0];
+    }
+    if (r.returnCode !== undefined) v['return_code'] = r.returnCode;
+    else if (r.lastExitAt !== undefined) v['return_code'] = null;
+    v['health'] = app.computeHealth();
+    v['starts'] = r.starts;
+    const set = (key: string, value: string | undefined): void => {
+      if (value !== undefined) v[key] = value;
+    };
+    set('last_start_time', iso(r.lastStartAt));
+    set('last_exit_time', iso(r.lastExitAt));
+    set('next_start_time', iso(app.nextStartAt));
+    set('last_error', r.lastError);
+    v['stdout_cache_size'] = output.cacheSize(app.name);
+    if (app.def.resource_limit !== undefined) {
+      v['resource_limit_status'] =
+        limitStatus.get(app.name) ?? (limiter.status === 'supported' ? 'not applied yet' : limiter.status);
+    }
+    if (app.transient !== undefined) v['transient'] = true;
+    return v;
+  };
+
+  const mustGet = (name: string): AppLifecycle => {
+    const app = apps.get(name);
+    if (app === undefined) throw new SvcError('app_not_found', `no application named ${name}`);
+    return app;
+  };
+  const notSystem = (app: AppLifecycle, what: string): void => {
+    if (app.def.system)
+      throw new SvcError(
+        'system_app',
+        `${app.name} is a system application and cannot be ${what} through the API`,
+      );
+  };
+
+  // ---- load: bundled system apps, registered apps, snapshot --------------------------------------
+  const loaded: AppDefinition[] = [];
+  if (options.bundledAppsDir !== undefined) {
+    const bundled = await new AppStore(options.bundledAppsDir, options.crypter, { trusted: true }).loadAll();
+    for (const error of bundled.errors) logger.error('bundled application file rejected', error);
+    for (const def of bundled.apps) def.system = true;
+    loaded.push(...bundled.apps);
+  }
+  const stored = await store.loadAll();
+  for (const error of stored.errors) logger.error('application file rejected (left in place)', error);
+  for (const def of stored.apps) {
+    if (loaded.some((d) => d.name === def.name))
+      logger.warn('registered app shadowed by a bundled system app', { app: def.name });
+    else loaded.push(def);
+  }
+  const previous = await readSnapshot(join(workDir, '.snapshot'), logger);
+  for (const def of loaded) {
+    const app = new AppLifecycle(def, host);
+    apps.set(def.name, app);
+    const saved = previous?.apps[def.name];
+    output.restore(def.name, saved?.outputs);
+    if (saved !== undefined) {
+      app.restoreRuntime(
+        {
+          starts: saved.starts,
+          lastStartAt: saved.lastStartAt ?? undefined,
+          lastExitAt: saved.lastExitAt ?? undefined,
+          returnCode: saved.returnCode ?? undefined,
+          lastError: saved.lastError ?? undefined,
+          uuids: saved.uuids,
+        },
+        saved.wantRun ?? true,
+        saved.crashed ?? false,
+      );
+      if (saved.transient !== undefined && saved.transient !== null) app.transient = saved.transient;
+    }
+  }
+  for (const entry of previous?.processes ?? []) {
+    const app = apps.get(entry.app);
+    if (app !== undefined && isSameProcess(entry.pid, entry.startTicks)) {
+      const process: RunningProcess = { ...entry, adopted: true };
+      app.adopt(process);
+      watchAdopted(app);
+      logger.info('re-attached to process', { app: entry.app, pid: entry.pid });
+    } else {
+      logger.info('snapshot entry not adopted (gone or pid reused)', { app: entry.app, pid: entry.pid });
+    }
+  }
+  for (const app of apps.values()) app.decide();
+  snapshot.schedule();
+
+  // ---- the API ---------------------------------------------------------------------------------
+  const supervisor: Supervisor = {
+    list() {
+      return [...apps.values()].map(view);
+    },
+    get(name) {
+      const app = apps.get(name);
+      return app === undefined ? undefined : view(app);
+    },
+    access(name) {
+      const app = apps.get(name);
+      if (app === undefined) return undefined;
+      return { owner: app.def.owner, shared: app.def.permission ?? [], system: app.def.system };
+    },
+    async register(definition, owner) {
+      const parsed = parseAppDefinition(definition, { now: now() });
+      return serial(parsed.name, async () => {
+        const existing = apps.get(parsed.name);
+        if (existing?.def.system === true) notSystem(existing, 'replaced');
+        const def =
+          existing === undefined
+            ? parsed
+            : parseAppDefinition(definition, { now: now(), previous: existing.def });
+        def.owner = existing?.def.owner ?? owner;
+        await store.save(def);
+        if (existing === undefined) {
+          const app = new AppLifecycle(def, host);
+          apps.set(def.name, app);
+          output.restore(def.name, undefined);
+          app.decide();
+          return view(app);
+        }
+        await existing.stop('replace');
+        existing.def = def;
+        existing.transient = undefined;
+        existing.resetForRun();
+        limitStatus.delete(def.name);
+        existing.decide();
+        snapshot.schedule();
+        return view(existing);
+      });
+    },
+    async remove(name) {
+      const app = mustGet(name);
+      notSystem(app, 'removed');
+      await serial(name, () => removeNow(app));
+    },
+    async enable(name) {
+      const app = mustGet(name);
+      notSystem(app, 're-enabled');
+      return serial(name, async () => {
+        const previousEnabled = app.def.status === 1;
+        if (!previousEnabled) {
+          const def = { ...app.def, status: 1 as const };
+          await store.save(def);
+          app.def = def;
+          app.resetForRun();
+          app.decide();
+          emit({ type: 'STATUS', app: name, enabled: true, previousEnabled });
+          snapshot.schedule();
+        }
+        return view(app);
+      });
+    },
+    async disable(name) {
+      const app = mustGet(name);
+      return serial(name, async () => {
+        const previousEnabled = app.def.status === 1;
+        if (previousEnabled) {
+          const def = { ...app.def, status: 0 as const };
+          if (!def.system) await store.save(def);
+          app.def = def;
+          emit({ type: 'STATUS', app: name, enabled: false, previousEnabled });
+          await app.stop('disable');
+          app.decide();
+          snapshot.schedule();
+        }
+        return view(app);
+      });
+    },
+    health(name) {
+      return apps.get(name)?.computeHealth();
+    },
+    async readOutput(name, query: OutputQuery): Promise<OutputChunk> {
+      mustGet(name);
+      return output.read(name, query);
+    },
+    async run(input, runOptions: RunOptions, owner) {
+      const app = await startTransient(input, runOptions, owner, false);
+      return { name: app.name, process_uuid: app.runtime.uuids[0] ?? '' };
+    },
+    async syncRun(input, runOptions: RunOptions, owner) {
+      const app = await startTransient(input, runOptions, owner, true);
+      const processUuid = app.runtime.uuids[0];
+      let exitCode: number | undefined;
+      await new Promise<void>((resolve) => {
+        const off = supervisor.onEvent((event) => {
+          if (event.app !== app.name) return;
+          if (event.type === 'EXIT' && event.processUuid === processUuid) {
+            exitCode = event.exitCode;
+            off();
+            resolve();
+          } else if (event.type === 'REMOVED') {
+            off();
+            resolve();
+          }
+        });
+        if (app.process === undefined && app.runtime.lastExitAt !== undefined) {
+          // Already exited (spawn failure reported before we subscribed).
+          exitCode = app.runtime.returnCode;
+          off();
+          resolve();
+        }
+      });
+      // A timeout is a deliberate stop by the lifecycle; it is reported as "no exit code".
+      const timedOut = app.lastStop === 'timeout';
+      const chunks: Buffer[] = [];
+      let position = 0;
+      for (;;) {
+        const chunk = await output.read(app.name, {
+          position,
+          index: 0,
+          maxSize: undefined,
+          processUuid,
+          timeoutMs: 0,
+        });
+        if (chunk.output.length === 0) break;
+        chunks.push(chunk.output);
+        position = chunk.position;
+      }
+      await serial(app.name, () => removeNow(app)).catch((error: unknown) =>
+        logger.error('syncrun cleanup failed', { app: app.name, error }),
+      );
+      return { output: Buffer.concat(chunks), exitCode: timedOut ? undefined : exitCode };
+    },
+    onEvent(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    async detach() {
+      if (detached) return;
+      detached = true;
+      for (const app of apps.values()) app.detach();
+      health.close();
+      if (adoptedTimer !== undefined) clearInterval(adoptedTimer);
+      adoptedTimer = undefined;
+      await snapshot.close();
+    },
+    processKey(name) {
+      const uuid = apps.get(name)?.runtime.uuids[0];
+      return uuid === undefined ? undefined : keyOf(uuid);
+    },
+    verifyProcessKey(name, key) {
+      const app = apps.get(name);
+      if (app === undefined || !/^[0-9a-f]{64}$/.test(key)) return 'unknown';
+      const given = Buffer.from(key, 'hex');
+      for (const [i, uuid] of app.runtime.uuids.entries()) {
+        if (timingSafeEqual(given, Buffer.from(keyOf(uuid), 'hex'))) return i === 0 ? 'ok' : 'superseded';
+      }
+      return 'unknown';
+    },
+    state(name) {
+      return apps.get(name)?.state;
+    },
+  };
+
+  async function startTransient(
+    input: unknown,
+    runOptions: RunOptions,
+    owner: string,
+    sync: boolean,
+  ): Promise<AppLifecycle> {
+    const t = now();
+    const def = transientDefinition(input, (name) => apps.get(name)?.def, owner, t);
+    const lifecycle =
+      Number.isFinite(runOptions.lifecycleSeconds) && runOptions.lifecycleSeconds >= 0
+        ? runOptions.lifecycleSeconds
+        : DEFAULT_RUN_LIFECYCLE_SECONDS;
+    let timeout =
+      Number.isFinite(runOptions.timeoutSeconds) && runOptions.timeoutSeconds > 0
+        ? runOptions.timeoutSeconds
+        : 0;
+    if (sync && timeout === 0) timeout = DEFAULT_SYNC_RUN_TIMEOUT_SECONDS;
+    return serial(def.name, async () => {
+      await store.save(def);
+      const app = new AppLifecycle(def, host);
+      app.transient = {
+        lifecycleSeconds: lifecycle,
+        timeoutAt: timeout > 0 ? t + timeout * 1000 : undefined,
+      };
+      apps.set(def.name, app);
+      output.restore(def.name, undefined);
+      app.decide();
+      snapshot.schedule();
+      return app;
+    });
+  }
+
+  return supervisor;
+}
