@@ -66,6 +66,10 @@ export function createDispatcher<S>(options: DispatcherOptions<S>): Dispatch {
       const { operation, params } = router.match(request.method, request.path);
       let principal: Principal | undefined;
       const access = operation.access;
+      const connection = request.connection;
+      if (connection?.transport === 'wss' && connection.principalId === undefined && access.kind !== 'process-key')
+        // spec: a WSS session without a bearer is limited to the worker task RPC.
+        throw unauthorized('unauthorized', 'this WSS session has no bearer; it may only use the worker task RPC');
       if (access.kind === 'authenticated' || access.kind === 'permission') {
         principal = await principalOf(request);
         if (access.kind === 'permission') {

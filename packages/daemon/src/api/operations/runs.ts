@@ -18,12 +18,14 @@ function runInput(context: OperationContext<Services>): { input: unknown; timeou
     if (typeof record['name'] !== 'string') throw new SvcError('invalid_app', 'name: required when no command is given');
     requireAppPermission(context, record['name'], 'app-view');
   }
+  // A new command without a name runs as "run-<id>".
+  const named = record['command'] !== undefined && record['name'] === undefined ? { ...record, name: 'run' } : record;
   const timeoutMs = optionalDurationMs(context.request.query, 'timeout');
   const lifecycleMs = optionalDurationMs(context.request.query, 'lifecycle');
   for (const [key, ms] of [['timeout', timeoutMs], ['lifecycle', lifecycleMs]] as const)
     if (ms !== undefined && ms > MAX_RUN_SECONDS * 1000) throw new SvcError('invalid_query', `${key}: at most ${MAX_RUN_SECONDS} seconds`);
   return {
-    input,
+    input: named,
     timeoutSeconds: timeoutMs === undefined ? 0 : timeoutMs / 1000,
     lifecycleSeconds: lifecycleMs === undefined ? 0 : lifecycleMs / 1000,
   };

@@ -1,0 +1,136 @@
+// Every endpoint × every role, against a real daemon, with the expectation written from CONTRACT §5–§6
+// (not read from the daemon's own table): allowed, 403 (authenticated, not permitted) or 401.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BUILTIN_ROLES, type Permission } from '@svc/protocol';
+import { startTestDaemon, type CallOptions, type TestDaemon, type TestRole } from '@svc/testkit';
+import { operations } from '../../src/api/operations/index.ts';
+
+let daemon: TestDaemon;
+beforeAll(async () => {
+  daemon = await startTestDaemon();
+  const admin = await daemon.token('admin');
+  const developer = await daemon.token('developer');
+  const rest = daemon.rest();
+  for (const [name, token] of [
+    ['admin-app', admin],
+    ['dev-app', developer],
+  ] as const) {
+    const r = await rest.call('PUT', `/svc/app/${name}`, { token, body: { command: 'sleep 600' } });
+    expect(r.status, r.text()).toBe(200);
+  }
+});
+afterAll(async () => {
+  await daemon?.close();
+});
+
+const DEVELOPER: Permission[] = [
+  'app-view',
+  'app-reg',
+  'app-control',
+  'app-delete',
+  'app-output-view',
+  'app-subscribe',
+  'app-run-async',
+  'app-run-sync',
+];
+
+function has(role: TestRole, permission: Permission): boolean {
+  if (role === 'developer') return DEVELOPER.includes(permission);
+  if (role === 'nobody') return false;
+  const table: Record<string, readonly string[]> = BUILTIN_ROLES;
+  return table[role === 'admin' ? 'svc-admin' : role === 'viewer' ? 'svc-viewer' : 'svc-maintenance']!.includes(permission);
+}
+
+type Rule = Permission | 'public' | 'authenticated' | ((role: TestRole) => boolean);
+
+interface Row {
+  method: string;
+  /** `{role}` is replaced by the calling role, for rows that create a resource per caller. */
+  path: string;
+  rule: Rule;
+  options?: Omit<CallOptions, 'token'>;
+}
+
+const ROLES: TestRole[] = ['admin', 'viewer', 'maintenance', 'nobody', 'developer'];
+
+// CONTRACT §5. Ownership rows (§6): without app-manage-all only own or shared apps.
+const ROWS: Row[] = [
+  { method: 'GET', path: '/svc/applications', rule: 'app-view-all' },
+  // GET one app: app-view-all, or app-view on an app one owns.
+  { method: 'GET', path: '/svc/app/admin-app', rule: (r) => has(r, 'app-view-all') },
+  { method: 'GET', path: '/svc/app/dev-app', rule: (r) => has(r, 'app-view-all') || r === 'developer' },
+  { method: 'PUT', path: '/svc/app/new-app-{role}', rule: 'app-reg', options: { body: { command: 'true' } } },
+  // replacing an app owned by someone else needs app-manage-all
+  { method: 'PUT', path: '/svc/app/admin-app', rule: (r) => has(r, 'app-reg') && has(r, 'app-manage-all'), options: { body: { command: 'sleep 600' } } },
+  { method: 'POST', path: '/svc/app/admin-app/disable', rule: (r) => has(r, 'app-control') && has(r, 'app-manage-all') },
+  { method: 'POST', path: '/svc/app/dev-app/enable', rule: (r) => has(r, 'app-control') && (has(r, 'app-manage-all') || r === 'developer') },
+  { method: 'GET', path: '/svc/app/admin-app/health', rule: 'public' },
+  { method: 'GET', path: '/svc/app/admin-app/output', rule: (r) => has(r, 'app-output-view') && has(r, 'app-manage-all') },
+  { method: 'GET', path: '/svc/app/dev-app/output', rule: (r) => has(r, 'app-output-view') && (has(r, 'app-manage-all') || r === 'developer') },
+  { method: 'POST', path: '/svc/app/run', rule: 'app-run-async', options: { body: { command: 'true' } } },
+  { method: 'POST', path: '/svc/app/syncrun', rule: 'app-run-sync', options: { body: { command: 'true' } } },
+  { method: 'GET', path: '/svc/labels', rule: 'label-view' },
+  { method: 'PUT', path: '/svc/label/zone', rule: 'label-set', options: { query: { value: 'a' } } },
+  { method: 'DELETE', path: '/svc/label/nolabel', rule: 'label-delete' },
+  { method: 'GET', path: '/svc/config', rule: 'config-view' },
+  { method: 'POST', path: '/svc/config', rule: 'config-set', options: { body: { log_level: 'info' } } },
+  { method: 'GET', path: '/svc/resources', rule: 'host-resource-view' },
+  { method: 'GET', path: '/svc/self', rule: 'authenticated' },
+  { method: 'GET', path: '/svc/roles', rule: 'role-view' },
+  { method: 'POST', path: '/svc/role/matrix-role', rule: 'role-set', options: { body: ['app-view'] } },
+  { method: 'DELETE', path: '/svc/role/no-such-role', rule: 'role-delete' },
+  { method: 'GET', path: '/svc/permissions', rule: 'permission-list' },
+  { method: 'GET', path: '/svc/principals', rule: 'principal-view' },
+  { method: 'POST', path: '/svc/principal/someone', rule: 'principal-set', options: { body: { roles: ['svc-viewer'] } } },
+  { method: 'DELETE', path: '/svc/principal/someone-else', rule: 'principal-delete' },
+  { method: 'GET', path: '/svc/auth/config', rule: 'public' },
+  { method: 'GET', path: '/.well-known/oauth-protected-resource', rule: 'public' },
+  { method: 'GET', path: '/openapi.json', rule: 'public' },
+  // DELETE: the owner needs no permission; others need app-delete and app-manage-all.
+  { method: 'DELETE', path: '/svc/app/dev-app', rule: (r) => r === 'developer' || (has(r, 'app-delete') && has(r, 'app-manage-all')) },
+];
+
+function allowed(rule: Rule, role: TestRole): boolean {
+  if (rule === 'public' || rule === 'authenticated') return true;
+  if (typeof rule === 'function') return rule(role);
+  return has(role, rule);
+}
+
+describe('authorization of every endpoint for every role', () => {
+  it('covers every operation of the table', () => {
+    const covered = new Set(ROWS.map((r) => `${r.method} ${r.path.replace(/\/(admin-app|dev-app|new-app-\{role\})/, '/{name}')}`));
+    const normalised = (p: string): string =>
+      p.replace('/svc/label/zone', '/svc/label/{key}').replace('/svc/label/nolabel', '/svc/label/{key}')
+        .replace(/\/svc\/role\/[^/]+/, '/svc/role/{role}').replace(/\/svc\/principal\/[^/]+/, '/svc/principal/{id}');
+    const coveredOps = new Set([...covered].map(normalised));
+    const missing = operations.map((o) => `${o.method} ${o.path}`).filter((k) => !coveredOps.has(k));
+    expect(missing).toEqual([]);
+  });
+
+  for (const row of ROWS) {
+    it(`${row.method} ${row.path}`, async () => {
+      const rest = daemon.rest();
+      const outcomes: Record<string, number> = {};
+      const expected: Record<string, string> = {};
+      const actual: Record<string, string> = {};
+      // Deleting rows: let the denied roles try first, the allowed ones after.
+      const order = [...ROLES].sort((a, b) => Number(allowed(row.rule, a)) - Number(allowed(row.rule, b)));
+      for (const role of order) {
+        const r = await rest.call(row.method, row.path.replace('{role}', role), { ...row.options, token: await daemon.token(role) });
+        outcomes[role] = r.status;
+        expected[role] = allowed(row.rule, role) ? 'allowed' : 'denied 403';
+        actual[role] = r.status === 403 ? 'denied 403' : r.status === 401 ? 'denied 401' : 'allowed';
+        if (r.status === 403) expect(r.json<{ error: string }>().error).toMatch(/forbidden|principal_tombstoned/);
+        if (row.method === 'DELETE' && actual[role] === 'allowed') break;
+      }
+      for (const role of Object.keys(actual)) expect({ role, outcome: actual[role] }).toEqual({ role, outcome: expected[role] });
+      const anonymous = await rest.call(row.method, row.path.replace('{role}', 'anonymous'), row.options ?? {});
+      if (row.rule === 'public') expect(anonymous.status).not.toBe(401);
+      else {
+        expect(anonymous.status).toBe(401);
+        expect(anonymous.headers['www-authenticate']).toMatch(/^Bearer realm="svc", resource_metadata="https:\/\/127\.0\.0\.1:\d+\/\.well-known\/oauth-protected-resource"$/);
+        expect(anonymous.json<{ error: string }>().error).toBe('unauthorized');
+      }
+    });
+  }
+});
