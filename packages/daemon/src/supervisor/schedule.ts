@@ -29,8 +29,8 @@ export interface ScheduleOptions {
 }
 
 const DAY_SECONDS = 86_400;
-/** Cron occurrences examined for one that falls inside the daily window. */
-const MAX_CRON_STEPS = 10_000;
+/** Window openings examined for a cron occurrence inside the daily window (over a year of days). */
+const MAX_CRON_STEPS = 400;
 
 /** Whether the app is periodic (interval or cron), i.e. starts again on its own schedule. */
 export function isPeriodic(def: Pick<AppDefinition, 'start_interval_seconds' | 'cron'>): boolean {
@@ -111,19 +111,23 @@ function nextCron(
   after: number,
   options: ScheduleOptions,
 ): number | undefined {
-  const parsed = CronExpressionParser.parse(expression, {
-    currentDate: new Date(after),
-    ...(options.tz === undefined ? {} : { tz: options.tz }),
-  });
+  const tz = options.tz === undefined ? {} : { tz: options.tz };
+  let from = after;
+  // Each step either returns or jumps to the next opening of the daily window, so a frequent
+  // expression does not walk minute by minute through the closed hours.
   for (let step = 0; step < MAX_CRON_STEPS; step++) {
-    let at: number;
+    let occurrence: number;
     try {
-      at = parsed.next().getTime();
+      occurrence = CronExpressionParser.parse(expression, { currentDate: new Date(from), ...tz })
+        .next()
+        .getTime();
     } catch {
       return undefined; // no further occurrence
     }
-    if (def.end_time !== undefined && at >= def.end_time) return undefined;
-    if (def.daily_limitation === undefined || inDailyWindow(def.daily_limitation, at, options)) return at;
+    if (def.end_time !== undefined && occurrence >= def.end_time) return undefined;
+    const window = def.daily_limitation;
+    if (window === undefined || inDailyWindow(window, occurrence, options)) return occurrence;
+    from = Math.max(occurrence, nextWindowOpen(window, occurrence, options) - 1);
   }
   return undefined;
 }
