@@ -122,7 +122,7 @@ describe('parseAppDefinition: body shape', () => {
     [[base], 'application definition must be a JSON object, got an array'],
     ['web', 'application definition must be a JSON object, got a string'],
     [42, 'application definition must be a JSON object, got a number'],
-    [undefined, 'application definition must be a JSON object, got a undefined'],
+    [undefined, 'application definition must be a JSON object, got undefined'],
     [new Date(), 'application definition must be a JSON object, got an object'],
   ])('rejects %j', (input, message) => {
     expect(messageOf(input)).toBe(message);
