@@ -27,6 +27,8 @@ export interface MintClaims {
   clientCredentials?: string;
   /** Header `kid`; default the current key's. The signature is still made with the current key. */
   kid?: string;
+  /** Header `typ`; default `at+jwt` (RFC 9068, as the built-in issuer sends). */
+  typ?: string;
   /** Claim `iss`; default the issuer URL. */
   iss?: string;
   /** Extra claims, merged last (may override anything above). */
@@ -170,8 +172,13 @@ export async function startTestIssuer(options: TestIssuerOptions = {}): Promise<
   const issuer = `${tls === undefined ? 'http' : 'https'}://127.0.0.1:${port}${prefix}`;
   const jwksUri = `${issuer}/jwks`;
 
-  const sign = async (payload: Record<string, unknown>, kid: string, signer: SigningKey): Promise<string> =>
-    new SignJWT(payload).setProtectedHeader({ alg: 'RS256', typ: 'at+jwt', kid }).sign(signer.privateKey);
+  const sign = async (
+    payload: Record<string, unknown>,
+    kid: string,
+    signer: SigningKey,
+    typ = 'at+jwt',
+  ): Promise<string> =>
+    new SignJWT(payload).setProtectedHeader({ alg: 'RS256', typ, kid }).sign(signer.privateKey);
 
   const claimsFor = (claims: MintClaims): Record<string, unknown> => {
     const now = Math.floor(Date.now() / 1000);
@@ -200,7 +207,7 @@ export async function startTestIssuer(options: TestIssuerOptions = {}): Promise<
       return key.kid;
     },
     async mint(claims = {}) {
-      return sign(claimsFor(claims), claims.kid ?? key.kid, key);
+      return sign(claimsFor(claims), claims.kid ?? key.kid, key, claims.typ);
     },
     async mintWith({ alg }) {
       switch (alg) {

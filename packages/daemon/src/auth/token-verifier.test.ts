@@ -110,6 +110,14 @@ describe('createOidcTokenVerifier', () => {
     expect(issuer.requests.jwks).toBe(0);
   });
 
+  it('with requiredTyp, refuses a JWT that is not marked as an access token', async () => {
+    const v = verifier({ requiredTyp: 'at+jwt' });
+    await expect(v.verify(await issuer.mint())).resolves.toMatchObject({ principalId: 'test-user' });
+    const idTokenLike = await issuer.mint({ typ: 'JWT' });
+    const error = await rejection(v.verify(idTokenLike), idTokenLike);
+    expect(error.message).toBe('token is not an access token (header typ)');
+  });
+
   it('refuses a token whose user sub impersonates a client principal', async () => {
     const token = await issuer.mint({ sub: 'client:svc-automation' });
     const error = await rejection(verifier().verify(token), token);
@@ -188,8 +196,34 @@ describe('createOidcTokenVerifier', () => {
     expect(error.code).toBe('unavailable');
     expect(error.status).toBe(503);
 
+    // Within the retry window the error is answered without contacting the issuer again.
     await issuer.start();
+    expect((await rejection(v.verify(token), token)).code).toBe('unavailable');
+    expect(issuer.requests.discovery).toBe(0);
+
+    clock += 1_000;
     await expect(v.verify(token)).resolves.toMatchObject({ principalId: 'late' });
+    expect(issuer.requests.discovery).toBe(1);
+  });
+
+  it('retries a refused discovery document lazily and adopts it once it is right', async () => {
+    issuer.setAdvertisedIssuer('http://127.0.0.1:9/evil');
+    const token = await issuer.mint();
+    const v = verifier();
+    expect((await rejection(v.verify(token), token)).code).toBe('unavailable');
+    issuer.setAdvertisedIssuer(undefined);
+    clock += 1_000;
+    await expect(v.verify(token)).resolves.toMatchObject({ principalId: 'test-user' });
+  });
+
+  it('drops cached verifications when a refetch shows that a key left the JWKS', async () => {
+    const v = verifier();
+    const old = await issuer.mint({ sub: 'old-key' });
+    await v.verify(old);
+    await issuer.rotateKey();
+    await v.verify(await issuer.mint({ sub: 'new-key' })); // unknown kid → refetch → old key gone
+    const error = await rejection(v.verify(old), old);
+    expect(error.message).toBe('token signed by an unknown key');
   });
 
   it('caches verified tokens until exp, without further issuer requests or signature work', async () => {

@@ -37,12 +37,20 @@ export interface OidcTokenVerifierOptions {
   fetch?: FetchLike | undefined;
   /** Allowed clock skew for `exp`/`nbf`/`iat`, seconds. Default 5. */
   clockToleranceSec?: number | undefined;
+  /**
+   * Required JWT header `typ`, e.g. `at+jwt` (RFC 9068 §4) where the issuer marks access tokens so
+   * (the built-in issuer does); stops an ID token minted for a client named like the audience from
+   * passing as an access token. Default: not checked (many external issuers send `JWT`).
+   */
+  requiredTyp?: string | undefined;
   /** Extra trusted CA (PEM) for an HTTPS issuer with a private certificate. */
   caPem?: string | undefined;
   /** Minimum time between unknown-kid JWKS refetches. Default 30 000 ms. */
   jwksRefetchCooldownMs?: number | undefined;
   /** Bound of the verified-token cache. Default 10 000 entries. */
   cacheSize?: number | undefined;
+  /** After a failed discovery/JWKS load, requests fail fast with the same error this long. Default 1 000 ms. */
+  loadRetryMs?: number | undefined;
   /** Timeout of one discovery or JWKS request. Default 5 000 ms. */
   requestTimeoutMs?: number | undefined;
   /** Clock in epoch milliseconds; tests inject one. Default `Date.now`. */
@@ -94,6 +102,9 @@ function unavailable(message: string, cause?: unknown): SvcError {
 function fromJoseError(error: unknown): SvcError {
   if (error instanceof SvcError) return error;
   if (error instanceof joseErrors.JWTExpired) return invalidToken('token expired', error);
+  if (error instanceof joseErrors.JWTClaimValidationFailed && error.claim === 'typ') {
+    return invalidToken('token is not an access token (header typ)', error);
+  }
   if (error instanceof joseErrors.JWTClaimValidationFailed) {
     return invalidToken(`token claim "${error.claim}" rejected (${error.reason})`, error);
   }
@@ -217,6 +228,7 @@ export function createOidcTokenVerifier(options: OidcTokenVerifierOptions): Oidc
   const cooldownMs = options.jwksRefetchCooldownMs ?? 30_000;
   const cacheSize = options.cacheSize ?? 10_000;
   const timeoutMs = options.requestTimeoutMs ?? 5_000;
+  const loadRetryMs = options.loadRetryMs ?? 1_000;
   const now = options.now ?? Date.now;
   const discoveryUrl = `${issuer.replace(/\/+$/, '')}/.well-known/openid-configuration`;
 
@@ -225,6 +237,7 @@ export function createOidcTokenVerifier(options: OidcTokenVerifierOptions): Oidc
   let loading: Promise<KeySet> | undefined;
   let refetching: Promise<KeySet> | undefined;
   let lastRefetchAt = Number.NEGATIVE_INFINITY;
+  let lastLoadFailure: { at: number; error: SvcError } | undefined;
   // Map iteration order is insertion order: the first key is the least recently used.
   const cache = new Map<string, CacheEntry>();
 
@@ -253,7 +266,11 @@ export function createOidcTokenVerifier(options: OidcTokenVerifierOptions): Oidc
       const kid = (key as { kid?: unknown } | null)?.kid;
       if (typeof kid === 'string') kids.add(kid);
     }
-    return { getKey: createLocalJWKSet(body as JSONWebKeySet), kids };
+    try {
+      return { getKey: createLocalJWKSet(body as JSONWebKeySet), kids };
+    } catch (error) {
+      throw unavailable(`JWKS at ${uri} is malformed`, error);
+    }
   }
 
   async function load(): Promise<KeySet> {
@@ -275,12 +292,31 @@ export function createOidcTokenVerifier(options: OidcTokenVerifierOptions): Oidc
     return keySet;
   }
 
-  /** Keys, loading them on first use or after an earlier failure (one shared in-flight load). */
+  /**
+   * Keys, loading them on first use (one shared in-flight load). A failed load is retried by the
+   * first request after `loadRetryMs` (the issuer may start after the daemon); until then requests
+   * fail fast with the same error instead of each hitting a down or misconfigured issuer.
+   */
   function currentKeys(): Promise<KeySet> {
     if (keySet !== undefined) return Promise.resolve(keySet);
-    loading ??= load().finally(() => {
-      loading = undefined;
-    });
+    if (loading === undefined && lastLoadFailure !== undefined && now() - lastLoadFailure.at < loadRetryMs) {
+      return Promise.reject(lastLoadFailure.error);
+    }
+    loading ??= load()
+      .then(
+        (keys) => {
+          lastLoadFailure = undefined;
+          return keys;
+        },
+        (error: unknown) => {
+          const failure = error instanceof SvcError ? error : unavailable('keys could not be loaded', error);
+          lastLoadFailure = { at: now(), error: failure };
+          throw failure;
+        },
+      )
+      .finally(() => {
+        loading = undefined;
+      });
     return loading;
   }
 
@@ -292,6 +328,8 @@ export function createOidcTokenVerifier(options: OidcTokenVerifierOptions): Oidc
     const uri = jwksUri;
     refetching = fetchKeySet(uri)
       .then((fresh) => {
+        // A key that left the JWKS is no longer trusted: re-verify every cached token.
+        if ([...(keySet?.kids ?? [])].some((kid) => !fresh.kids.has(kid))) cache.clear();
         keySet = fresh;
         return fresh;
       })
@@ -339,6 +377,7 @@ export function createOidcTokenVerifier(options: OidcTokenVerifierOptions): Oidc
           audience,
           algorithms: [...ALLOWED_ALGORITHMS],
           requiredClaims: ['exp'],
+          ...(options.requiredTyp === undefined ? {} : { typ: options.requiredTyp }),
           clockTolerance,
           currentDate: new Date(now()),
         }));
