@@ -371,6 +371,7 @@ export class AppLifecycle {
       if (!isPeriodic(this.def)) this.wantRun = false;
       this.decide();
     } else if (action === 'remove') {
+      this.#crashed = false; // removed next: no HEALTH flap on the way out
       this.#setState('stopped', undefined);
       host.requestRemoval(this);
     } else {
