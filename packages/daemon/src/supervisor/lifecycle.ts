@@ -358,7 +358,11 @@ export class AppLifecycle {
       this.#crashed = false;
       if (intent === 'disable') this.#setState('disabled', undefined);
       else if (intent === 'remove' || intent === 'replace') this.#setState('stopped', undefined);
-      else this.decide(); // timeout (transient: waits for removal) or window end (next window)
+      else {
+        // timeout (transient: waits for removal) or window end (next window)
+        this.state = 'stopped';
+        this.decide();
+      }
       for (const resolve of waiters) resolve();
       host.changed(this);
       return;
