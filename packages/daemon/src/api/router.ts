@@ -82,8 +82,13 @@ function validateParams(params: Record<string, string>): void {
       if (!NAME_PATTERN.test(value) || value === '.' || value === '..') {
         throw new SvcError('invalid_name', `${key} must match ^[A-Za-z0-9_.-]{1,128}$ and not be "." or ".."`);
       }
-    } else if (value.length > 512 || /[\u0000-\u001f]/.test(value)) {
+    } else if (value.length > 512 || hasControlCharacter(value)) {
       throw new SvcError('invalid_name', `${key} is too long or contains control characters`);
     }
   }
+}
+
+function hasControlCharacter(value: string): boolean {
+  for (let i = 0; i < value.length; i++) if (value.charCodeAt(i) < 0x20 || value.charCodeAt(i) === 0x7f) return true;
+  return false;
 }

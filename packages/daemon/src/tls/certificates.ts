@@ -69,7 +69,7 @@ function toPem(der: ArrayBuffer, label: string): string {
 export async function generateMaterial(hostName: string): Promise<TlsMaterial> {
   const subtle = webcrypto.subtle;
   const now = Date.now();
-  const caKeys = (await subtle.generateKey(ALGORITHM, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
+  const caKeys = (await subtle.generateKey(ALGORITHM, true, ['sign', 'verify']));
   const caName = `CN=svc local CA ${hostName}`;
   const caCert = await x509.X509CertificateGenerator.createSelfSigned({
     name: caName,
@@ -83,7 +83,7 @@ export async function generateMaterial(hostName: string): Promise<TlsMaterial> {
       await x509.SubjectKeyIdentifierExtension.create(caKeys.publicKey),
     ],
   });
-  const serverKeys = (await subtle.generateKey(ALGORITHM, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
+  const serverKeys = (await subtle.generateKey(ALGORITHM, true, ['sign', 'verify']));
   const names = new Set(['localhost', hostName]);
   const serverCert = await x509.X509CertificateGenerator.create({
     subject: `CN=${hostName}`,

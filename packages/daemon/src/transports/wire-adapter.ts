@@ -1,5 +1,6 @@
 // Translation between wire messages (TCP and WSS) and the transport-neutral ApiRequest/ApiResponse.
-import { SvcError, type Request, type Response } from '@svc/protocol';
+import type { SvcError} from '@svc/protocol';
+import { type Request, type Response } from '@svc/protocol';
 import type { ApiRequest, ApiResponse, PersistentConnection } from '../api/types.ts';
 import { errorResponse } from '../api/responses.ts';
 import { splitTarget } from './http-target.ts';

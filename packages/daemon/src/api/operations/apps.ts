@@ -83,7 +83,7 @@ export const appOperations: Operation<Services>[] = [
         throw new SvcError('invalid_app', 'the application definition must be a JSON object');
       const definition = body as Record<string, unknown>;
       if (definition['name'] !== undefined && definition['name'] !== name)
-        throw new SvcError('invalid_app', `name: "${String(definition['name']).slice(0, 128)}" does not match the path name "${name}"`);
+        throw new SvcError('invalid_app', `name: ${JSON.stringify(definition['name']).slice(0, 130)} does not match the path name "${name}"`);
       const existing = context.services.supervisor.access(name);
       let owner = context.principal!.id;
       if (existing !== undefined) {
