@@ -5,7 +5,9 @@ import { startDaemon } from '../src/daemon.ts';
 
 try {
   const config = await loadConfig();
-  const daemon = await startDaemon(config, { logToStderr: process.stderr.isTTY || process.env['SVC_LOG_STDERR'] === '1' });
+  const daemon = await startDaemon(config, {
+    logToStderr: process.stderr.isTTY || process.env['SVC_LOG_STDERR'] === '1',
+  });
   process.stdout.write(
     `svcd listening: REST/WSS https://${config.listenAddress}:${daemon.ports.rest}  TCP ${config.listenAddress}:${daemon.ports.tcp}  (home ${config.home})\n`,
   );
@@ -16,7 +18,8 @@ try {
   process.once('SIGTERM', () => stop('SIGTERM'));
   process.once('SIGINT', () => stop('SIGINT'));
 } catch (error) {
-  const message = error instanceof ConfigError ? error.message : error instanceof Error ? error.message : String(error);
+  const message =
+    error instanceof ConfigError ? error.message : error instanceof Error ? error.message : String(error);
   process.stderr.write(`svcd: cannot start: ${message}\n`);
   process.exit(1);
 }

@@ -70,7 +70,10 @@ function urlHost(address: string): string {
   return address.includes(':') ? `[${address}]` : address;
 }
 
-export async function startDaemon(config: DaemonConfig, options: { logToStderr?: boolean } = {}): Promise<RunningDaemon> {
+export async function startDaemon(
+  config: DaemonConfig,
+  options: { logToStderr?: boolean } = {},
+): Promise<RunningDaemon> {
   const work = config.workDir;
   await mkdir(work, { recursive: true, mode: 0o700 });
   await chmod(work, 0o700);
@@ -108,7 +111,9 @@ export async function startDaemon(config: DaemonConfig, options: { logToStderr?:
 
   // Listeners first (ephemeral ports become known), then the supervisor; requests wait for it.
   let resolveReady!: (dispatch: (request: ApiRequest) => Promise<ApiResponse>) => void;
-  const ready = new Promise<(request: ApiRequest) => Promise<ApiResponse>>((resolve) => (resolveReady = resolve));
+  const ready = new Promise<(request: ApiRequest) => Promise<ApiResponse>>(
+    (resolve) => (resolveReady = resolve),
+  );
   const gate = async (request: ApiRequest): Promise<ApiResponse> => (await ready)(request);
 
   const rest = createRestServer({ tls, dispatch: gate, limits: config.limits, guard, logger });
@@ -141,7 +146,12 @@ export async function startDaemon(config: DaemonConfig, options: { logToStderr?:
   const portsFile = new PortsFile(work);
   await portsFile.set('rest', restPort);
   await portsFile.set('tcp', tcpPort);
-  logger.info('svcd started', { rest: restPort, tcp: tcpPort, home: config.home, auth_mode: config.authMode });
+  logger.info('svcd started', {
+    rest: restPort,
+    tcp: tcpPort,
+    home: config.home,
+    auth_mode: config.authMode,
+  });
 
   let closing: Promise<void> | undefined;
   return {

@@ -32,7 +32,12 @@ export interface CallOptions {
   headers?: Record<string, string>;
 }
 
-function result(status: number, headers: Record<string, string>, body: Buffer, contentType: string): CallResult {
+function result(
+  status: number,
+  headers: Record<string, string>,
+  body: Buffer,
+  contentType: string,
+): CallResult {
   return {
     status,
     headers,

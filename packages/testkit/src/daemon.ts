@@ -70,7 +70,11 @@ export interface TestDaemon extends AsyncDisposable {
 function policyYaml(): string {
   const lines = ['principals:'];
   for (const { sub, roles } of Object.values(TEST_PRINCIPALS)) {
-    lines.push(`  ${JSON.stringify(sub)}:`, `    roles: [${roles.map((r) => JSON.stringify(r)).join(', ')}]`, '    status: active');
+    lines.push(
+      `  ${JSON.stringify(sub)}:`,
+      `    roles: [${roles.map((r) => JSON.stringify(r)).join(', ')}]`,
+      '    status: active',
+    );
   }
   lines.push('roles:', `  developer: [${DEVELOPER_ROLE.join(', ')}]`);
   return lines.join('\n') + '\n';
@@ -119,7 +123,10 @@ export async function startTestDaemon(options: TestDaemonOptions = {}): Promise<
 
   let stopped: Promise<void> | undefined;
   const terminate = (signal: NodeJS.Signals): Promise<void> => {
-    stopped ??= child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : (child.kill(signal), exited.then(() => undefined));
+    stopped ??=
+      child.exitCode !== null || child.signalCode !== null
+        ? Promise.resolve()
+        : (child.kill(signal), exited.then(() => undefined));
     return stopped;
   };
 

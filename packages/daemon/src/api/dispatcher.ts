@@ -11,7 +11,10 @@ export interface Authenticator {
   /** Verify a bearer token and resolve its principal record. Throws SvcError (401 / 503). */
   authenticate(token: string): Promise<Principal>;
   /** Permission check; throws SvcError('forbidden'). */
-  authorize(principal: Principal, permission: Principal['permissions'] extends ReadonlySet<infer P> ? P : never): void;
+  authorize(
+    principal: Principal,
+    permission: Principal['permissions'] extends ReadonlySet<infer P> ? P : never,
+  ): void;
   /**
    * Value of WWW-Authenticate for a 401 (RFC 6750, RFC 9728 resource_metadata). `description` is
    * set only for a presented-but-invalid token, never for a missing one.
@@ -41,14 +44,16 @@ export function createDispatcher<S>(options: DispatcherOptions<S>): Dispatch {
 
   const principalOf = async (request: ApiRequest): Promise<Principal> => {
     const header = request.headers['authorization'];
-    if (header === undefined || header === '') throw unauthorized('unauthorized', 'a bearer token is required');
+    if (header === undefined || header === '')
+      throw unauthorized('unauthorized', 'a bearer token is required');
     const match = BEARER.exec(header);
     if (match === null) throw unauthorized('invalid_token', 'the Authorization header is not a Bearer token');
     let principal: Principal;
     try {
       principal = await auth.authenticate(match[1]!);
     } catch (cause) {
-      if (cause instanceof SvcError && cause.code === 'invalid_token') throw unauthorized('invalid_token', cause.message, cause);
+      if (cause instanceof SvcError && cause.code === 'invalid_token')
+        throw unauthorized('invalid_token', cause.message, cause);
       throw cause;
     }
     const connection = request.connection;
@@ -56,7 +61,10 @@ export function createDispatcher<S>(options: DispatcherOptions<S>): Dispatch {
       // The principal is pinned to a persistent connection (spec: client token contract).
       if (connection.principalId === undefined) connection.principalId = principal.id;
       else if (connection.principalId !== principal.id)
-        throw unauthorized('invalid_token', 'this connection is bound to another principal; reconnect to switch');
+        throw unauthorized(
+          'invalid_token',
+          'this connection is bound to another principal; reconnect to switch',
+        );
     }
     return principal;
   };
@@ -67,9 +75,16 @@ export function createDispatcher<S>(options: DispatcherOptions<S>): Dispatch {
       let principal: Principal | undefined;
       const access = operation.access;
       const connection = request.connection;
-      if (connection?.transport === 'wss' && connection.principalId === undefined && access.kind !== 'process-key')
+      if (
+        connection?.transport === 'wss' &&
+        connection.principalId === undefined &&
+        access.kind !== 'process-key'
+      )
         // spec: a WSS session without a bearer is limited to the worker task RPC.
-        throw unauthorized('unauthorized', 'this WSS session has no bearer; it may only use the worker task RPC');
+        throw unauthorized(
+          'unauthorized',
+          'this WSS session has no bearer; it may only use the worker task RPC',
+        );
       if (access.kind === 'authenticated' || access.kind === 'permission') {
         principal = await principalOf(request);
         if (access.kind === 'permission') {

@@ -12,7 +12,10 @@ export function buildOpenApiDocument(): Record<string, unknown> {
       name: m[1],
       in: 'path',
       required: true,
-      schema: m[1] === 'id' ? { type: 'string', maxLength: 512 } : { type: 'string', pattern: '^[A-Za-z0-9_.-]{1,128}$' },
+      schema:
+        m[1] === 'id'
+          ? { type: 'string', maxLength: 512 }
+          : { type: 'string', pattern: '^[A-Za-z0-9_.-]{1,128}$' },
     }));
     const query = (op.query ?? []).map((q) => ({
       name: q.name,
@@ -29,12 +32,18 @@ export function buildOpenApiDocument(): Record<string, unknown> {
       parameters: [...params, ...query],
       responses: {
         '200': { description: 'success' },
-        default: { description: 'error', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },
+        default: {
+          description: 'error',
+          content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+        },
       },
     };
     if (access.kind === 'public' || access.kind === 'process-key') entry['security'] = [];
     if (op.jsonBody === true)
-      entry['requestBody'] = { required: true, content: { 'application/json': { schema: { type: 'object' } } } };
+      entry['requestBody'] = {
+        required: true,
+        content: { 'application/json': { schema: { type: 'object' } } },
+      };
     (paths[op.path] ??= {})[op.method.toLowerCase()] = entry;
   }
   return {
@@ -42,9 +51,13 @@ export function buildOpenApiDocument(): Record<string, unknown> {
     info: {
       title: 'svc API',
       version: VERSION,
-      description: 'One operation table served over HTTPS REST, WSS (sub-protocol svc-ws) and TLS TCP (framed msgpack).',
+      description:
+        'One operation table served over HTTPS REST, WSS (sub-protocol svc-ws) and TLS TCP (framed msgpack).',
     },
-    servers: [{ url: 'https://127.0.0.1:6058' }, { url: 'https://127.0.0.1:6060', description: 'agent front door' }],
+    servers: [
+      { url: 'https://127.0.0.1:6058' },
+      { url: 'https://127.0.0.1:6060', description: 'agent front door' },
+    ],
     security: [{ bearer: [] }],
     paths,
     components: {
@@ -53,7 +66,10 @@ export function buildOpenApiDocument(): Record<string, unknown> {
         Error: {
           type: 'object',
           required: ['error', 'message'],
-          properties: { error: { type: 'string', enum: Object.keys(ERROR_CODES) }, message: { type: 'string' } },
+          properties: {
+            error: { type: 'string', enum: Object.keys(ERROR_CODES) },
+            message: { type: 'string' },
+          },
         },
       },
     },

@@ -8,7 +8,11 @@ export function json(value: unknown, status = 200, headers: Record<string, strin
   return { status, headers, contentType: 'application/json', body: encoder.encode(JSON.stringify(value)) };
 }
 
-export function text(value: string | Uint8Array, status = 200, headers: Record<string, string> = {}): ApiResponse {
+export function text(
+  value: string | Uint8Array,
+  status = 200,
+  headers: Record<string, string> = {},
+): ApiResponse {
   return {
     status,
     headers,

@@ -80,7 +80,10 @@ function validateParams(params: Record<string, string>): void {
   for (const [key, value] of Object.entries(params)) {
     if (NAME_PARAMS.has(key)) {
       if (!NAME_PATTERN.test(value) || value === '.' || value === '..') {
-        throw new SvcError('invalid_name', `${key} must match ^[A-Za-z0-9_.-]{1,128}$ and not be "." or ".."`);
+        throw new SvcError(
+          'invalid_name',
+          `${key} must match ^[A-Za-z0-9_.-]{1,128}$ and not be "." or ".."`,
+        );
       }
     } else if (value.length > 512 || hasControlCharacter(value)) {
       throw new SvcError('invalid_name', `${key} is too long or contains control characters`);
@@ -89,6 +92,7 @@ function validateParams(params: Record<string, string>): void {
 }
 
 function hasControlCharacter(value: string): boolean {
-  for (let i = 0; i < value.length; i++) if (value.charCodeAt(i) < 0x20 || value.charCodeAt(i) === 0x7f) return true;
+  for (let i = 0; i < value.length; i++)
+    if (value.charCodeAt(i) < 0x20 || value.charCodeAt(i) === 0x7f) return true;
   return false;
 }

@@ -36,7 +36,11 @@ const fileSchema = z
     limits: z
       .object({
         max_body_bytes: z.number().int().min(1024),
-        max_frame_bytes: z.number().int().min(1024).max(256 * 1024 * 1024),
+        max_frame_bytes: z
+          .number()
+          .int()
+          .min(1024)
+          .max(256 * 1024 * 1024),
         max_connections: z.number().int().min(1),
         max_connections_per_ip: z.number().int().min(1),
         headers_timeout_ms: z.number().int().min(100),
@@ -128,7 +132,8 @@ function envPort(env: NodeJS.ProcessEnv, key: string): number | undefined {
   const value = env[key];
   if (value === undefined || value === '') return undefined;
   const n = Number(value);
-  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new ConfigError(`${key}: not a port number: ${value}`);
+  if (!Number.isInteger(n) || n < 0 || n > 65535)
+    throw new ConfigError(`${key}: not a port number: ${value}`);
   return n;
 }
 
@@ -148,7 +153,12 @@ export async function loadConfig(env: NodeJS.ProcessEnv = process.env): Promise<
   const file: ConfigFile = { ...base, ...overrides, limits: { ...base.limits, ...overrides.limits } };
 
   const authModeEnv = env['SVC_AUTH_MODE'];
-  if (authModeEnv !== undefined && authModeEnv !== '' && authModeEnv !== 'builtin' && authModeEnv !== 'external')
+  if (
+    authModeEnv !== undefined &&
+    authModeEnv !== '' &&
+    authModeEnv !== 'builtin' &&
+    authModeEnv !== 'external'
+  )
     throw new ConfigError(`SVC_AUTH_MODE: expected builtin or external, got ${authModeEnv}`);
   const authMode = (authModeEnv || file.auth_mode) ?? 'builtin';
   const issuerPort = envPort(env, 'SVC_ISSUER_PORT') ?? file.issuer_port ?? 6062;
@@ -190,7 +200,10 @@ export async function loadConfig(env: NodeJS.ProcessEnv = process.env): Promise<
     labels: file.labels ?? {},
     forwardTargets:
       forwardEnv !== undefined && forwardEnv !== ''
-        ? forwardEnv.split(',').map((s) => s.trim()).filter(Boolean)
+        ? forwardEnv
+            .split(',')
+            .map((s) => s.trim())
+            .filter(Boolean)
         : (file.forward_targets ?? []),
     registryUrl,
     tls:

@@ -3,7 +3,8 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../util/atomic-file.ts';
 
-export type ListenerName = 'rest' | 'tcp' | 'agent' | 'metrics' | 'issuer' | 'telemetry' | 'admin_ui' | 'grpc';
+export type ListenerName =
+  'rest' | 'tcp' | 'agent' | 'metrics' | 'issuer' | 'telemetry' | 'admin_ui' | 'grpc';
 
 export class PortsFile {
   readonly #file: string;
@@ -28,6 +29,8 @@ export class PortsFile {
   }
 
   static async read(workDir: string): Promise<Partial<Record<ListenerName, number>>> {
-    return JSON.parse(await readFile(join(workDir, 'ports.json'), 'utf8')) as Partial<Record<ListenerName, number>>;
+    return JSON.parse(await readFile(join(workDir, 'ports.json'), 'utf8')) as Partial<
+      Record<ListenerName, number>
+    >;
   }
 }

@@ -47,8 +47,12 @@ export function createLogger(options: LoggerOptions = {}): Logger {
     const write = (level: LogLevel, message: string, fields?: Record<string, unknown>): void => {
       if (LEVELS[level] < threshold) return;
       const line =
-        JSON.stringify({ time: new Date().toISOString(), level, msg: message, ...redact({ ...base, ...fields }) }) +
-        '\n';
+        JSON.stringify({
+          time: new Date().toISOString(),
+          level,
+          msg: message,
+          ...redact({ ...base, ...fields }),
+        }) + '\n';
       stream?.write(line);
       if (toStderr) process.stderr.write(line);
     };

@@ -36,7 +36,14 @@ export interface RunOptions {
 /** Events the supervisor emits for the event dispatcher (issue: events). */
 export type SupervisorEvent =
   | { type: 'START'; app: string; pid: number; processUuid: string }
-  | { type: 'EXIT'; app: string; pid: number; exitCode: number; lastError: string | undefined; processUuid: string }
+  | {
+      type: 'EXIT';
+      app: string;
+      pid: number;
+      exitCode: number;
+      lastError: string | undefined;
+      processUuid: string;
+    }
   | { type: 'HEALTH'; app: string; health: 0 | 1; previousHealth: 0 | 1 }
   | { type: 'STATUS'; app: string; enabled: boolean; previousEnabled: boolean }
   | { type: 'REMOVED'; app: string };
@@ -66,7 +73,11 @@ export interface SupervisorApi {
    */
   run(input: unknown, options: RunOptions, owner: string): Promise<{ name: string; process_uuid: string }>;
   /** Run to completion (or timeout) and return all output and the exit code. */
-  syncRun(input: unknown, options: RunOptions, owner: string): Promise<{ output: Buffer; exitCode: number | undefined }>;
+  syncRun(
+    input: unknown,
+    options: RunOptions,
+    owner: string,
+  ): Promise<{ output: Buffer; exitCode: number | undefined }>;
   /** Subscribe to supervisor events; returns an unsubscribe function. */
   onEvent(listener: (event: SupervisorEvent) => void): () => void;
   /** Stop supervising without killing processes (daemon shutdown; processes keep running). */

@@ -69,7 +69,7 @@ function toPem(der: ArrayBuffer, label: string): string {
 export async function generateMaterial(hostName: string): Promise<TlsMaterial> {
   const subtle = webcrypto.subtle;
   const now = Date.now();
-  const caKeys = (await subtle.generateKey(ALGORITHM, true, ['sign', 'verify']));
+  const caKeys = await subtle.generateKey(ALGORITHM, true, ['sign', 'verify']);
   const caName = `CN=svc local CA ${hostName}`;
   const caCert = await x509.X509CertificateGenerator.createSelfSigned({
     name: caName,
@@ -83,7 +83,7 @@ export async function generateMaterial(hostName: string): Promise<TlsMaterial> {
       await x509.SubjectKeyIdentifierExtension.create(caKeys.publicKey),
     ],
   });
-  const serverKeys = (await subtle.generateKey(ALGORITHM, true, ['sign', 'verify']));
+  const serverKeys = await subtle.generateKey(ALGORITHM, true, ['sign', 'verify']);
   const names = new Set(['localhost', hostName]);
   const serverCert = await x509.X509CertificateGenerator.create({
     subject: `CN=${hostName}`,
@@ -95,8 +95,14 @@ export async function generateMaterial(hostName: string): Promise<TlsMaterial> {
     notAfter: new Date(now + TEN_YEARS_MS),
     extensions: [
       new x509.BasicConstraintsExtension(false, undefined, true),
-      new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyEncipherment, true),
-      new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth, x509.ExtendedKeyUsage.clientAuth]),
+      new x509.KeyUsagesExtension(
+        x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyEncipherment,
+        true,
+      ),
+      new x509.ExtendedKeyUsageExtension([
+        x509.ExtendedKeyUsage.serverAuth,
+        x509.ExtendedKeyUsage.clientAuth,
+      ]),
       new x509.SubjectAlternativeNameExtension([
         { type: 'ip', value: '127.0.0.1' },
         { type: 'ip', value: '::1' },
@@ -105,5 +111,9 @@ export async function generateMaterial(hostName: string): Promise<TlsMaterial> {
     ],
   });
   const pkcs8 = await subtle.exportKey('pkcs8', serverKeys.privateKey);
-  return { key: toPem(pkcs8, 'PRIVATE KEY'), cert: serverCert.toString('pem') + '\n', ca: caCert.toString('pem') + '\n' };
+  return {
+    key: toPem(pkcs8, 'PRIVATE KEY'),
+    cert: serverCert.toString('pem') + '\n',
+    ca: caCert.toString('pem') + '\n',
+  };
 }

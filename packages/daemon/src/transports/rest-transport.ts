@@ -40,7 +40,10 @@ export function createRestServer(options: RestTransportOptions): Server {
   server.on('connection', (socket: Socket) => {
     const release = guard.admit(socket.remoteAddress ?? 'unknown');
     if (release === undefined) {
-      logger.warn('connection refused: too many connections', { remote: socket.remoteAddress, listener: 'rest' });
+      logger.warn('connection refused: too many connections', {
+        remote: socket.remoteAddress,
+        listener: 'rest',
+      });
       socket.destroy();
       return;
     }
@@ -51,14 +54,16 @@ export function createRestServer(options: RestTransportOptions): Server {
   });
   server.on('clientError', (error, socket) => {
     logger.debug('malformed HTTP request', { error });
-    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+    if (socket.writable)
+      socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
     else socket.destroy();
   });
 
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
     handle(req, res).catch((error: unknown) => {
       logger.error('REST handler failed', { error: error as Error });
-      if (!res.headersSent) send(res, errorResponse(new SvcError('internal', 'internal error', { cause: error })));
+      if (!res.headersSent)
+        send(res, errorResponse(new SvcError('internal', 'internal error', { cause: error })));
       else res.destroy();
     });
   });

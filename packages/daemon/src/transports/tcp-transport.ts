@@ -60,12 +60,15 @@ export function createTcpServer(options: TcpTransportOptions): Server {
     });
     // A peer that starts a frame and then stalls is cut off after the request timeout.
     let partialSince: number | undefined;
-    const stallTimer = setInterval(() => {
-      if (partialSince !== undefined && Date.now() - partialSince > limits.requestTimeoutMs) {
-        logger.warn('closing connection stalled mid-frame', { remote });
-        socket.destroy();
-      }
-    }, Math.min(limits.requestTimeoutMs, 5_000));
+    const stallTimer = setInterval(
+      () => {
+        if (partialSince !== undefined && Date.now() - partialSince > limits.requestTimeoutMs) {
+          logger.warn('closing connection stalled mid-frame', { remote });
+          socket.destroy();
+        }
+      },
+      Math.min(limits.requestTimeoutMs, 5_000),
+    );
     stallTimer.unref();
     socket.on('data', (chunk: Buffer) => {
       let bodies: Buffer[];
@@ -73,7 +76,11 @@ export function createTcpServer(options: TcpTransportOptions): Server {
         bodies = decoder.push(chunk);
       } catch (error) {
         const reason = error instanceof FrameError ? error.reason : 'invalid_frame';
-        logger.warn('rejected TCP frame; closing connection', { remote, reason, detail: (error as Error).message });
+        logger.warn('rejected TCP frame; closing connection', {
+          remote,
+          reason,
+          detail: (error as Error).message,
+        });
         socket.destroy();
         return;
       }

@@ -1,11 +1,15 @@
 // Translation between wire messages (TCP and WSS) and the transport-neutral ApiRequest/ApiResponse.
-import type { SvcError} from '@svc/protocol';
+import type { SvcError } from '@svc/protocol';
 import { type Request, type Response } from '@svc/protocol';
 import type { ApiRequest, ApiResponse, PersistentConnection } from '../api/types.ts';
 import { errorResponse } from '../api/responses.ts';
 import { splitTarget } from './http-target.ts';
 
-export function toApiRequest(message: Request, connection: PersistentConnection, remoteAddress: string): ApiRequest {
+export function toApiRequest(
+  message: Request,
+  connection: PersistentConnection,
+  remoteAddress: string,
+): ApiRequest {
   const headers: Record<string, string> = {};
   for (const [key, value] of Object.entries(message.headers)) headers[key.toLowerCase()] = value;
   // request_uri may carry a query string too; explicit `query` entries win.

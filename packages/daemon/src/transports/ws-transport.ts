@@ -75,7 +75,9 @@ export function attachWsTransport(server: Server, options: WsTransportOptions): 
           ws.close(1003, 'binary msgpack frames only');
           return;
         }
-        session.receive(Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data));
+        session.receive(
+          Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data),
+        );
       });
       ws.on('error', (error) => logger.debug('WebSocket error', { remote, error }));
       ws.once('close', () => session.markClosed());

@@ -38,7 +38,9 @@ function has(role: TestRole, permission: Permission): boolean {
   if (role === 'developer') return DEVELOPER.includes(permission);
   if (role === 'nobody') return false;
   const table: Record<string, readonly string[]> = BUILTIN_ROLES;
-  return table[role === 'admin' ? 'svc-admin' : role === 'viewer' ? 'svc-viewer' : 'svc-maintenance']!.includes(permission);
+  return table[
+    role === 'admin' ? 'svc-admin' : role === 'viewer' ? 'svc-viewer' : 'svc-maintenance'
+  ]!.includes(permission);
 }
 
 type Rule = Permission | 'public' | 'authenticated' | ((role: TestRole) => boolean);
@@ -61,12 +63,33 @@ const ROWS: Row[] = [
   { method: 'GET', path: '/svc/app/dev-app', rule: (r) => has(r, 'app-view-all') || r === 'developer' },
   { method: 'PUT', path: '/svc/app/new-app-{role}', rule: 'app-reg', options: { body: { command: 'true' } } },
   // replacing an app owned by someone else needs app-manage-all
-  { method: 'PUT', path: '/svc/app/admin-app', rule: (r) => has(r, 'app-reg') && has(r, 'app-manage-all'), options: { body: { command: 'sleep 600' } } },
-  { method: 'POST', path: '/svc/app/admin-app/disable', rule: (r) => has(r, 'app-control') && has(r, 'app-manage-all') },
-  { method: 'POST', path: '/svc/app/dev-app/enable', rule: (r) => has(r, 'app-control') && (has(r, 'app-manage-all') || r === 'developer') },
+  {
+    method: 'PUT',
+    path: '/svc/app/admin-app',
+    rule: (r) => has(r, 'app-reg') && has(r, 'app-manage-all'),
+    options: { body: { command: 'sleep 600' } },
+  },
+  {
+    method: 'POST',
+    path: '/svc/app/admin-app/disable',
+    rule: (r) => has(r, 'app-control') && has(r, 'app-manage-all'),
+  },
+  {
+    method: 'POST',
+    path: '/svc/app/dev-app/enable',
+    rule: (r) => has(r, 'app-control') && (has(r, 'app-manage-all') || r === 'developer'),
+  },
   { method: 'GET', path: '/svc/app/admin-app/health', rule: 'public' },
-  { method: 'GET', path: '/svc/app/admin-app/output', rule: (r) => has(r, 'app-output-view') && has(r, 'app-manage-all') },
-  { method: 'GET', path: '/svc/app/dev-app/output', rule: (r) => has(r, 'app-output-view') && (has(r, 'app-manage-all') || r === 'developer') },
+  {
+    method: 'GET',
+    path: '/svc/app/admin-app/output',
+    rule: (r) => has(r, 'app-output-view') && has(r, 'app-manage-all'),
+  },
+  {
+    method: 'GET',
+    path: '/svc/app/dev-app/output',
+    rule: (r) => has(r, 'app-output-view') && (has(r, 'app-manage-all') || r === 'developer'),
+  },
   { method: 'POST', path: '/svc/app/run', rule: 'app-run-async', options: { body: { command: 'true' } } },
   { method: 'POST', path: '/svc/app/syncrun', rule: 'app-run-sync', options: { body: { command: 'true' } } },
   { method: 'GET', path: '/svc/labels', rule: 'label-view' },
@@ -81,13 +104,22 @@ const ROWS: Row[] = [
   { method: 'DELETE', path: '/svc/role/no-such-role', rule: 'role-delete' },
   { method: 'GET', path: '/svc/permissions', rule: 'permission-list' },
   { method: 'GET', path: '/svc/principals', rule: 'principal-view' },
-  { method: 'POST', path: '/svc/principal/someone', rule: 'principal-set', options: { body: { roles: ['svc-viewer'] } } },
+  {
+    method: 'POST',
+    path: '/svc/principal/someone',
+    rule: 'principal-set',
+    options: { body: { roles: ['svc-viewer'] } },
+  },
   { method: 'DELETE', path: '/svc/principal/someone-else', rule: 'principal-delete' },
   { method: 'GET', path: '/svc/auth/config', rule: 'public' },
   { method: 'GET', path: '/.well-known/oauth-protected-resource', rule: 'public' },
   { method: 'GET', path: '/openapi.json', rule: 'public' },
   // DELETE: the owner needs no permission; others need app-delete and app-manage-all.
-  { method: 'DELETE', path: '/svc/app/dev-app', rule: (r) => r === 'developer' || (has(r, 'app-delete') && has(r, 'app-manage-all')) },
+  {
+    method: 'DELETE',
+    path: '/svc/app/dev-app',
+    rule: (r) => r === 'developer' || (has(r, 'app-delete') && has(r, 'app-manage-all')),
+  },
 ];
 
 function allowed(rule: Rule, role: TestRole): boolean {
@@ -98,10 +130,15 @@ function allowed(rule: Rule, role: TestRole): boolean {
 
 describe('authorization of every endpoint for every role', () => {
   it('covers every operation of the table', () => {
-    const covered = new Set(ROWS.map((r) => `${r.method} ${r.path.replace(/\/(admin-app|dev-app|new-app-\{role\})/, '/{name}')}`));
+    const covered = new Set(
+      ROWS.map((r) => `${r.method} ${r.path.replace(/\/(admin-app|dev-app|new-app-\{role\})/, '/{name}')}`),
+    );
     const normalised = (p: string): string =>
-      p.replace('/svc/label/zone', '/svc/label/{key}').replace('/svc/label/nolabel', '/svc/label/{key}')
-        .replace(/\/svc\/role\/[^/]+/, '/svc/role/{role}').replace(/\/svc\/principal\/[^/]+/, '/svc/principal/{id}');
+      p
+        .replace('/svc/label/zone', '/svc/label/{key}')
+        .replace('/svc/label/nolabel', '/svc/label/{key}')
+        .replace(/\/svc\/role\/[^/]+/, '/svc/role/{role}')
+        .replace(/\/svc\/principal\/[^/]+/, '/svc/principal/{id}');
     const coveredOps = new Set([...covered].map(normalised));
     const missing = operations.map((o) => `${o.method} ${o.path}`).filter((k) => !coveredOps.has(k));
     expect(missing).toEqual([]);
@@ -116,19 +153,30 @@ describe('authorization of every endpoint for every role', () => {
       // Deleting rows: let the denied roles try first, the allowed ones after.
       const order = [...ROLES].sort((a, b) => Number(allowed(row.rule, a)) - Number(allowed(row.rule, b)));
       for (const role of order) {
-        const r = await rest.call(row.method, row.path.replace('{role}', role), { ...row.options, token: await daemon.token(role) });
+        const r = await rest.call(row.method, row.path.replace('{role}', role), {
+          ...row.options,
+          token: await daemon.token(role),
+        });
         outcomes[role] = r.status;
         expected[role] = allowed(row.rule, role) ? 'allowed' : 'denied 403';
         actual[role] = r.status === 403 ? 'denied 403' : r.status === 401 ? 'denied 401' : 'allowed';
-        if (r.status === 403) expect(r.json<{ error: string }>().error).toMatch(/forbidden|principal_tombstoned/);
+        if (r.status === 403)
+          expect(r.json<{ error: string }>().error).toMatch(/forbidden|principal_tombstoned/);
         if (row.method === 'DELETE' && actual[role] === 'allowed') break;
       }
-      for (const role of Object.keys(actual)) expect({ role, outcome: actual[role] }).toEqual({ role, outcome: expected[role] });
-      const anonymous = await rest.call(row.method, row.path.replace('{role}', 'anonymous'), row.options ?? {});
+      for (const role of Object.keys(actual))
+        expect({ role, outcome: actual[role] }).toEqual({ role, outcome: expected[role] });
+      const anonymous = await rest.call(
+        row.method,
+        row.path.replace('{role}', 'anonymous'),
+        row.options ?? {},
+      );
       if (row.rule === 'public') expect(anonymous.status).not.toBe(401);
       else {
         expect(anonymous.status).toBe(401);
-        expect(anonymous.headers['www-authenticate']).toMatch(/^Bearer realm="svc", resource_metadata="https:\/\/127\.0\.0\.1:\d+\/\.well-known\/oauth-protected-resource"$/);
+        expect(anonymous.headers['www-authenticate']).toMatch(
+          /^Bearer realm="svc", resource_metadata="https:\/\/127\.0\.0\.1:\d+\/\.well-known\/oauth-protected-resource"$/,
+        );
         expect(anonymous.json<{ error: string }>().error).toBe('unauthorized');
       }
     });

@@ -56,7 +56,11 @@ describe('TCP frames', () => {
   });
 
   it('closes on undecodable msgpack and on a message missing required fields', async () => {
-    for (const body of [Buffer.from([0xc1, 0xc1, 0xc1]), Buffer.from([0x93, 0x01, 0x02, 0x03]), Buffer.from([0x81, 0xa1, 0x61, 0x01])]) {
+    for (const body of [
+      Buffer.from([0xc1, 0xc1, 0xc1]),
+      Buffer.from([0x93, 0x01, 0x02, 0x03]),
+      Buffer.from([0x81, 0xa1, 0x61, 0x01]),
+    ]) {
       const attacker = await daemon.tcp();
       attacker.sendRaw(encodeFrame(body));
       await attacker.closed;
@@ -99,7 +103,9 @@ describe('TCP frames', () => {
 
 describe('REST bodies and queries', () => {
   it('answers 413 for a body above the limit without buffering it', async () => {
-    const r = await daemon.rest().call('PUT', '/svc/app/big', { token: admin, rawBody: Buffer.alloc(17 * 1024 * 1024, 0x20) });
+    const r = await daemon
+      .rest()
+      .call('PUT', '/svc/app/big', { token: admin, rawBody: Buffer.alloc(17 * 1024 * 1024, 0x20) });
     expect(r.status).toBe(413);
     expect(r.json<{ error: string }>().error).toBe('payload_too_large');
   });
@@ -119,8 +125,16 @@ describe('REST bodies and queries', () => {
       [`${'['.repeat(100_000)}`, 'invalid_json'],
     ];
     for (const [body, code] of cases) {
-      const r = await rest.call('PUT', '/svc/app/hostile', { token: admin, rawBody: body, headers: { 'content-type': 'application/json' } });
-      expect({ body: String(body).slice(0, 40), status: r.status, error: r.json<{ error: string }>().error }).toEqual({
+      const r = await rest.call('PUT', '/svc/app/hostile', {
+        token: admin,
+        rawBody: body,
+        headers: { 'content-type': 'application/json' },
+      });
+      expect({
+        body: String(body).slice(0, 40),
+        status: r.status,
+        error: r.json<{ error: string }>().error,
+      }).toEqual({
         body: String(body).slice(0, 40),
         status: 400,
         error: code,
@@ -133,17 +147,28 @@ describe('REST bodies and queries', () => {
 
   it('makes path traversal in app names impossible', async () => {
     const rest = daemon.rest();
-    for (const path of ['/svc/app/..', '/svc/app/%2e%2e', '/svc/app/..%2Fetc', '/svc/app/a%00b', '/svc/app/' + 'x'.repeat(129)]) {
+    for (const path of [
+      '/svc/app/..',
+      '/svc/app/%2e%2e',
+      '/svc/app/..%2Fetc',
+      '/svc/app/a%00b',
+      '/svc/app/' + 'x'.repeat(129),
+    ]) {
       const r = await rest.call('PUT', path, { token: admin, body: { command: 'true' } });
       expect({ path, status: r.status }).toEqual({ path, status: 400 });
     }
-    const r = await rest.call('PUT', '/svc/app/../../etc/passwd', { token: admin, body: { command: 'true' } });
+    const r = await rest.call('PUT', '/svc/app/../../etc/passwd', {
+      token: admin,
+      body: { command: 'true' },
+    });
     expect(r.status).toBe(404);
   });
 
   it('rejects repeated and malformed query parameters', async () => {
     const rest = daemon.rest();
-    const r1 = await rest.call('GET', '/svc/app/x/output?stdout_position=1&stdout_position=2', { token: admin });
+    const r1 = await rest.call('GET', '/svc/app/x/output?stdout_position=1&stdout_position=2', {
+      token: admin,
+    });
     expect(r1.status).toBe(400);
     const r2 = await rest.call('GET', '/svc/applications', { token: admin, query: { timeout: 'P1Q' } });
     expect(r2.status).toBe(200); // unknown query on an op that ignores it is harmless

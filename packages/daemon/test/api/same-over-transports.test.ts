@@ -1,7 +1,13 @@
 // One operation suite, run over HTTPS REST, WSS and TLS TCP against one real daemon: the results
 // (status, error code, normalised body, API headers) must be identical on all three.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestDaemon, type ApiClient, type CallOptions, type TestDaemon, type TestRole } from '@svc/testkit';
+import {
+  startTestDaemon,
+  type ApiClient,
+  type CallOptions,
+  type TestDaemon,
+  type TestRole,
+} from '@svc/testkit';
 
 let daemon: TestDaemon;
 beforeAll(async () => {
@@ -71,7 +77,14 @@ function steps(kind: Kind): Step[] {
   const app = `demo-${kind}`;
   return [
     { label: 'self', role: 'admin', method: 'GET', path: '/svc/self', expectStatus: 200 },
-    { label: 'no token', role: 'anonymous', method: 'GET', path: '/svc/applications', expectStatus: 401, expectError: 'unauthorized' },
+    {
+      label: 'no token',
+      role: 'anonymous',
+      method: 'GET',
+      path: '/svc/applications',
+      expectStatus: 401,
+      expectError: 'unauthorized',
+    },
     {
       label: 'register',
       role: 'admin',
@@ -110,10 +123,38 @@ function steps(kind: Kind): Step[] {
     { label: 'viewer reads', role: 'viewer', method: 'GET', path: `/svc/app/${app}`, expectStatus: 200 },
     { label: 'disable', role: 'admin', method: 'POST', path: `/svc/app/${app}/disable`, expectStatus: 200 },
     { label: 'enable', role: 'admin', method: 'POST', path: `/svc/app/${app}/enable`, expectStatus: 200 },
-    { label: 'missing app', role: 'admin', method: 'GET', path: '/svc/app/nope', expectStatus: 404, expectError: 'app_not_found' },
-    { label: 'dot-dot name', role: 'admin', method: 'GET', path: '/svc/app/..', expectStatus: 400, expectError: 'invalid_name' },
-    { label: 'unknown route', role: 'admin', method: 'GET', path: '/svc/nothing', expectStatus: 404, expectError: 'route_not_found' },
-    { label: 'wrong method', role: 'admin', method: 'POST', path: '/svc/applications', expectStatus: 405, expectError: 'method_not_allowed' },
+    {
+      label: 'missing app',
+      role: 'admin',
+      method: 'GET',
+      path: '/svc/app/nope',
+      expectStatus: 404,
+      expectError: 'app_not_found',
+    },
+    {
+      label: 'dot-dot name',
+      role: 'admin',
+      method: 'GET',
+      path: '/svc/app/..',
+      expectStatus: 400,
+      expectError: 'invalid_name',
+    },
+    {
+      label: 'unknown route',
+      role: 'admin',
+      method: 'GET',
+      path: '/svc/nothing',
+      expectStatus: 404,
+      expectError: 'route_not_found',
+    },
+    {
+      label: 'wrong method',
+      role: 'admin',
+      method: 'POST',
+      path: '/svc/applications',
+      expectStatus: 405,
+      expectError: 'method_not_allowed',
+    },
     {
       label: 'bad json',
       role: 'admin',
@@ -149,9 +190,22 @@ function steps(kind: Kind): Step[] {
       options: { body: { command: 'printf "hi\\n"; exit 3', shell: true }, query: { timeout: '20' } },
       expectStatus: 200,
     },
-    { label: 'auth config (public)', role: 'viewer', method: 'GET', path: '/svc/auth/config', expectStatus: 200 },
+    {
+      label: 'auth config (public)',
+      role: 'viewer',
+      method: 'GET',
+      path: '/svc/auth/config',
+      expectStatus: 200,
+    },
     { label: 'delete', role: 'admin', method: 'DELETE', path: `/svc/app/${app}`, expectStatus: 200 },
-    { label: 'gone', role: 'admin', method: 'GET', path: `/svc/app/${app}`, expectStatus: 404, expectError: 'app_not_found' },
+    {
+      label: 'gone',
+      role: 'admin',
+      method: 'GET',
+      path: `/svc/app/${app}`,
+      expectStatus: 404,
+      expectError: 'app_not_found',
+    },
   ];
 }
 
@@ -167,12 +221,24 @@ async function runSuite(kind: Kind): Promise<unknown[]> {
     const token = step.role === 'anonymous' ? undefined : await daemon.token(step.role);
     const result = await client.call(step.method, step.path, { ...step.options, token });
     const body = result.contentType.startsWith('application/json') ? result.json() : result.text();
-    expect({ step: step.label, status: result.status }).toEqual({ step: step.label, status: step.expectStatus });
+    expect({ step: step.label, status: result.status }).toEqual({
+      step: step.label,
+      status: step.expectStatus,
+    });
     if (step.expectError !== undefined) expect((body as { error: string }).error).toBe(step.expectError);
-    const headers = Object.fromEntries(API_HEADERS.filter((h) => h in result.headers).map((h) => [h, result.headers[h]]));
+    const headers = Object.fromEntries(
+      API_HEADERS.filter((h) => h in result.headers).map((h) => [h, result.headers[h]]),
+    );
     // The anonymous WSS session is refused with its own explanation (it may only use the task RPC).
-    const comparable = step.role === 'anonymous' && step.expectError !== undefined ? { error: step.expectError } : body;
-    record.push({ step: step.label, status: result.status, contentType: result.contentType, headers, body: normalise(comparable, kind) });
+    const comparable =
+      step.role === 'anonymous' && step.expectError !== undefined ? { error: step.expectError } : body;
+    record.push({
+      step: step.label,
+      status: result.status,
+      contentType: result.contentType,
+      headers,
+      body: normalise(comparable, kind),
+    });
   }
   return record;
 }
@@ -184,7 +250,10 @@ describe('the same operations over REST, WSS and TCP', () => {
     const wss = await runSuite('wss');
     expect(tcp).toEqual(rest);
     expect(wss).toEqual(rest);
-    const syncrun = rest.find((r) => (r as { step: string }).step === 'syncrun') as { body: string; headers: Record<string, string> };
+    const syncrun = rest.find((r) => (r as { step: string }).step === 'syncrun') as {
+      body: string;
+      headers: Record<string, string>;
+    };
     expect(syncrun.body).toBe('hi\n');
     expect(syncrun.headers['x-exit-code']).toBe('3');
     const poll = rest.find((r) => (r as { step: string }).step === 'output (long poll)') as { body: string };

@@ -32,7 +32,8 @@ export function requireAppPermission(context: Ctx, name: string, permission: Per
 }
 
 function refuseSystem(access: { system: boolean }, name: string): void {
-  if (access.system) throw new SvcError('system_app', `${name} is a system application and cannot be changed through the API`);
+  if (access.system)
+    throw new SvcError('system_app', `${name} is a system application and cannot be changed through the API`);
 }
 
 export const appOperations: Operation<Services>[] = [
@@ -75,7 +76,9 @@ export const appOperations: Operation<Services>[] = [
     access: { kind: 'permission', permission: 'app-reg' },
     summary: 'Register or replace an application',
     jsonBody: true,
-    query: [{ name: 'subscribe_events', description: 'comma-separated event names to subscribe to atomically' }],
+    query: [
+      { name: 'subscribe_events', description: 'comma-separated event names to subscribe to atomically' },
+    ],
     async handle(context) {
       const name = context.params['name']!;
       const body = parseJsonBody(context.request.body);
@@ -83,7 +86,10 @@ export const appOperations: Operation<Services>[] = [
         throw new SvcError('invalid_app', 'the application definition must be a JSON object');
       const definition = body as Record<string, unknown>;
       if (definition['name'] !== undefined && definition['name'] !== name)
-        throw new SvcError('invalid_app', `name: ${JSON.stringify(definition['name']).slice(0, 130)} does not match the path name "${name}"`);
+        throw new SvcError(
+          'invalid_app',
+          `name: ${JSON.stringify(definition['name']).slice(0, 130)} does not match the path name "${name}"`,
+        );
       const existing = context.services.supervisor.access(name);
       let owner = context.principal!.id;
       if (existing !== undefined) {
@@ -106,30 +112,30 @@ export const appOperations: Operation<Services>[] = [
       const access = appAccess(context, name);
       refuseSystem(access, name);
       const principal = context.principal!;
-      if (principal.status === 'tombstoned') throw new SvcError('principal_tombstoned', 'the principal record was deleted');
+      if (principal.status === 'tombstoned')
+        throw new SvcError('principal_tombstoned', 'the principal record was deleted');
       if (access.owner !== principal.id) {
-        if (!principal.permissions.has('app-delete')) throw new SvcError('forbidden', 'permission app-delete is required');
+        if (!principal.permissions.has('app-delete'))
+          throw new SvcError('forbidden', 'permission app-delete is required');
         authorizeApp(principal, 'app-delete', { owner: access.owner, shared: access.shared });
       }
       await context.services.supervisor.remove(name);
       return json({ name, removed: true });
     },
   },
-  ...(['enable', 'disable'] as const).map(
-    (action): Operation<Services> => ({
-      id: `${action}Application`,
-      method: 'POST',
-      path: `/svc/app/{name}/${action}`,
-      access: { kind: 'permission', permission: 'app-control' },
-      summary: `${action === 'enable' ? 'Enable' : 'Disable'} an application`,
-      async handle(context) {
-        const name = context.params['name']!;
-        refuseSystem(requireAppPermission(context, name, 'app-control'), name);
-        const supervisor = context.services.supervisor;
-        return json(action === 'enable' ? await supervisor.enable(name) : await supervisor.disable(name));
-      },
-    }),
-  ),
+  ...(['enable', 'disable'] as const).map((action): Operation<Services> => ({
+    id: `${action}Application`,
+    method: 'POST',
+    path: `/svc/app/{name}/${action}`,
+    access: { kind: 'permission', permission: 'app-control' },
+    summary: `${action === 'enable' ? 'Enable' : 'Disable'} an application`,
+    async handle(context) {
+      const name = context.params['name']!;
+      refuseSystem(requireAppPermission(context, name, 'app-control'), name);
+      const supervisor = context.services.supervisor;
+      return json(action === 'enable' ? await supervisor.enable(name) : await supervisor.disable(name));
+    },
+  })),
   {
     id: 'getApplicationHealth',
     method: 'GET',
@@ -155,7 +161,10 @@ export const appOperations: Operation<Services>[] = [
       { name: 'stdout_index', description: '0 = current process, N = Nth previous output file' },
       { name: 'stdout_maxsize', description: 'maximum bytes to return' },
       { name: 'process_uuid', description: 'read the output of this process only' },
-      { name: 'timeout', description: 'long poll: seconds or ISO 8601 duration to wait for new output or exit' },
+      {
+        name: 'timeout',
+        description: 'long poll: seconds or ISO 8601 duration to wait for new output or exit',
+      },
     ],
     async handle(context) {
       const name = context.params['name']!;
@@ -165,7 +174,8 @@ export const appOperations: Operation<Services>[] = [
       if (processUuid !== undefined && !/^[A-Za-z0-9-]{1,64}$/.test(processUuid))
         throw new SvcError('invalid_query', 'process_uuid: not a process uuid');
       const timeoutMs = optionalDurationMs(q, 'timeout') ?? 0;
-      if (timeoutMs > MAX_LONG_POLL_MS) throw new SvcError('invalid_query', `timeout: at most ${MAX_LONG_POLL_MS / 1000} seconds`);
+      if (timeoutMs > MAX_LONG_POLL_MS)
+        throw new SvcError('invalid_query', `timeout: at most ${MAX_LONG_POLL_MS / 1000} seconds`);
       const chunk = await context.services.supervisor.readOutput(name, {
         position: optionalInteger(q, 'stdout_position', { min: 0, max: Number.MAX_SAFE_INTEGER }) ?? 0,
         index: optionalInteger(q, 'stdout_index', { min: 0, max: 1000 }) ?? 0,

@@ -7,13 +7,20 @@ import type { Operation } from '../types.ts';
 function parsePermissions(body: unknown): Permission[] {
   const list = Array.isArray(body)
     ? body
-    : typeof body === 'object' && body !== null && Array.isArray((body as { permissions?: unknown }).permissions)
+    : typeof body === 'object' &&
+        body !== null &&
+        Array.isArray((body as { permissions?: unknown }).permissions)
       ? (body as { permissions: unknown[] }).permissions
       : undefined;
-  if (list === undefined) throw new SvcError('bad_request', 'body must be an array of permissions or {"permissions": [...]}');
+  if (list === undefined)
+    throw new SvcError('bad_request', 'body must be an array of permissions or {"permissions": [...]}');
   if (list.length > PERMISSIONS.length * 2) throw new SvcError('bad_request', 'too many permissions');
   return list.map((value, index) => {
-    if (!isPermission(value)) throw new SvcError('bad_request', `permissions[${index}]: unknown permission ${JSON.stringify(value).slice(0, 64)}`);
+    if (!isPermission(value))
+      throw new SvcError(
+        'bad_request',
+        `permissions[${index}]: unknown permission ${JSON.stringify(value).slice(0, 64)}`,
+      );
     return value;
   });
 }

@@ -15,7 +15,12 @@ export const discoveryOperations: Operation<Services>[] = [
     async handle(context) {
       const c = context.services.config;
       return json(
-        authConfigDocument({ mode: c.authMode, issuer: c.oidcIssuer, audience: c.oidcAudience, passwordFlow: c.passwordFlow }),
+        authConfigDocument({
+          mode: c.authMode,
+          issuer: c.oidcIssuer,
+          audience: c.oidcAudience,
+          passwordFlow: c.passwordFlow,
+        }),
       );
     },
   },
@@ -28,7 +33,11 @@ export const discoveryOperations: Operation<Services>[] = [
     async handle(context) {
       const c = context.services.config;
       return json(
-        protectedResourceDocument({ resource: context.services.restBaseUrl(), issuer: c.oidcIssuer, audience: c.oidcAudience }),
+        protectedResourceDocument({
+          resource: context.services.restBaseUrl(),
+          issuer: c.oidcIssuer,
+          audience: c.oidcAudience,
+        }),
       );
     },
   },

@@ -4,14 +4,25 @@ import { SvcError } from '@svc/protocol';
 /** Integer seconds or an ISO 8601 duration (PT5M, P1DT2H, PT0.5S), returned in milliseconds. */
 export function parseDurationMs(name: string, value: string): number {
   if (/^\d{1,9}$/.test(value)) return Number(value) * 1000;
-  const match = /^P(?:(\d{1,6})D)?(?:T(?:(\d{1,6})H)?(?:(\d{1,6})M)?(?:(\d{1,9}(?:\.\d{1,3})?)S)?)?$/.exec(value);
+  const match = /^P(?:(\d{1,6})D)?(?:T(?:(\d{1,6})H)?(?:(\d{1,6})M)?(?:(\d{1,9}(?:\.\d{1,3})?)S)?)?$/.exec(
+    value,
+  );
   if (match === null || value === 'P' || value.endsWith('T'))
-    throw new SvcError('invalid_query', `${name}: expected integer seconds or an ISO 8601 duration such as PT5M`);
+    throw new SvcError(
+      'invalid_query',
+      `${name}: expected integer seconds or an ISO 8601 duration such as PT5M`,
+    );
   const [, d, h, m, s] = match;
-  return ((Number(d ?? 0) * 24 + Number(h ?? 0)) * 60 + Number(m ?? 0)) * 60_000 + Math.round(Number(s ?? 0) * 1000);
+  return (
+    ((Number(d ?? 0) * 24 + Number(h ?? 0)) * 60 + Number(m ?? 0)) * 60_000 +
+    Math.round(Number(s ?? 0) * 1000)
+  );
 }
 
-export function optionalDurationMs(query: Readonly<Record<string, string>>, name: string): number | undefined {
+export function optionalDurationMs(
+  query: Readonly<Record<string, string>>,
+  name: string,
+): number | undefined {
   const value = query[name];
   return value === undefined || value === '' ? undefined : parseDurationMs(name, value);
 }
@@ -23,7 +34,8 @@ export function optionalInteger(
 ): number | undefined {
   const value = query[name];
   if (value === undefined || value === '') return undefined;
-  if (!/^-?\d{1,16}$/.test(value)) throw new SvcError('invalid_query', `${name}: expected an integer, got "${value.slice(0, 40)}"`);
+  if (!/^-?\d{1,16}$/.test(value))
+    throw new SvcError('invalid_query', `${name}: expected an integer, got "${value.slice(0, 40)}"`);
   const n = Number(value);
   if (n < bounds.min || n > bounds.max)
     throw new SvcError('invalid_query', `${name}: must be between ${bounds.min} and ${bounds.max}`);

@@ -8,22 +8,32 @@ import { optionalDurationMs } from './query.ts';
 
 const MAX_RUN_SECONDS = 24 * 3600;
 
-function runInput(context: OperationContext<Services>): { input: unknown; timeoutSeconds: number; lifecycleSeconds: number } {
+function runInput(context: OperationContext<Services>): {
+  input: unknown;
+  timeoutSeconds: number;
+  lifecycleSeconds: number;
+} {
   const input = parseJsonBody(context.request.body);
   if (typeof input !== 'object' || input === null || Array.isArray(input))
     throw new SvcError('invalid_app', 'the run definition must be a JSON object');
   const record = input as Record<string, unknown>;
   // `{name}` without a command runs a copy of an existing app: the caller needs access to it.
   if (record['command'] === undefined) {
-    if (typeof record['name'] !== 'string') throw new SvcError('invalid_app', 'name: required when no command is given');
+    if (typeof record['name'] !== 'string')
+      throw new SvcError('invalid_app', 'name: required when no command is given');
     requireAppPermission(context, record['name'], 'app-view');
   }
   // A new command without a name runs as "run-<id>".
-  const named = record['command'] !== undefined && record['name'] === undefined ? { ...record, name: 'run' } : record;
+  const named =
+    record['command'] !== undefined && record['name'] === undefined ? { ...record, name: 'run' } : record;
   const timeoutMs = optionalDurationMs(context.request.query, 'timeout');
   const lifecycleMs = optionalDurationMs(context.request.query, 'lifecycle');
-  for (const [key, ms] of [['timeout', timeoutMs], ['lifecycle', lifecycleMs]] as const)
-    if (ms !== undefined && ms > MAX_RUN_SECONDS * 1000) throw new SvcError('invalid_query', `${key}: at most ${MAX_RUN_SECONDS} seconds`);
+  for (const [key, ms] of [
+    ['timeout', timeoutMs],
+    ['lifecycle', lifecycleMs],
+  ] as const)
+    if (ms !== undefined && ms > MAX_RUN_SECONDS * 1000)
+      throw new SvcError('invalid_query', `${key}: at most ${MAX_RUN_SECONDS} seconds`);
   return {
     input: named,
     timeoutSeconds: timeoutMs === undefined ? 0 : timeoutMs / 1000,
