@@ -3,7 +3,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { startTestIssuer, type TestIssuer } from './issuer.ts';
 import { restClient, tcpClient, wsClient, type ApiClient, type PersistentClient } from './clients.ts';
 
@@ -41,6 +41,8 @@ export interface TestDaemonOptions {
   home?: string;
   /** Reuse an issuer (restart tests); default a new one, closed with the daemon. */
   issuer?: TestIssuer;
+  /** Files to write under SVC_HOME before the first start, e.g. `{'config/config.yaml': '...'}`. */
+  files?: Record<string, string>;
 }
 
 export interface TestDaemon extends AsyncDisposable {
@@ -89,6 +91,10 @@ export async function startTestDaemon(options: TestDaemonOptions = {}): Promise<
   if (ownHome) {
     await mkdir(join(workDir, 'auth'), { recursive: true, mode: 0o700 });
     await writeFile(join(workDir, 'auth', 'policy.yaml'), policyYaml(), { mode: 0o600 });
+  }
+  for (const [file, content] of Object.entries(options.files ?? {})) {
+    await mkdir(dirname(join(home, file)), { recursive: true, mode: 0o700 });
+    await writeFile(join(home, file), content, { mode: 0o600 });
   }
   const env: NodeJS.ProcessEnv = {
     PATH: process.env['PATH'],
