@@ -114,6 +114,10 @@ export async function startTestDaemon(options: TestDaemonOptions = {}): Promise<
     stderr += chunk.toString('utf8');
   });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const cleanupAfterFailedStart = async (): Promise<void> => {
+    if (ownIssuer) await issuer.close();
+    if (ownHome) await rm(home, { recursive: true, force: true });
+  };
   const started = await new Promise<{ rest: number; tcp: number }>((resolve, reject) => {
     let stdout = '';
     child.stdout!.on('data', (chunk: Buffer) => {
@@ -122,6 +126,9 @@ export async function startTestDaemon(options: TestDaemonOptions = {}): Promise<
       if (match !== null) resolve({ rest: Number(match[1]), tcp: Number(match[2]) });
     });
     void exited.then((code) => reject(new Error(`svcd exited with ${code} before listening:\n${stderr}`)));
+  }).catch(async (error: unknown) => {
+    await cleanupAfterFailedStart();
+    throw error;
   });
   const ca = await readFile(join(workDir, 'ssl', 'ca.pem'), 'utf8');
   const restUrl = `https://127.0.0.1:${started.rest}`;
