@@ -43,6 +43,8 @@ export interface TestIssuerOptions {
   https?: boolean;
   /** Path prefix of the issuer, like the built-in issuer's `/auth`; default none. */
   path?: string;
+  /** Port to listen on; default 0 (ephemeral). */
+  port?: number;
 }
 
 export interface TestIssuer {
@@ -167,7 +169,7 @@ export async function startTestIssuer(options: TestIssuerOptions = {}): Promise<
       server.closeAllConnections();
     });
 
-  await listen(0);
+  await listen(options.port ?? 0);
   const port = (server.address() as AddressInfo).port;
   const issuer = `${tls === undefined ? 'http' : 'https'}://127.0.0.1:${port}${prefix}`;
   const jwksUri = `${issuer}/jwks`;
