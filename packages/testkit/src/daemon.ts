@@ -4,6 +4,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
+import type { Permission } from '@svc/protocol';
 import { startTestIssuer, type TestIssuer } from './issuer.ts';
 import { restClient, tcpClient, wsClient, type ApiClient, type PersistentClient } from './clients.ts';
 
@@ -23,7 +24,8 @@ export const TEST_PRINCIPALS = {
 
 export type TestRole = keyof typeof TEST_PRINCIPALS;
 
-const DEVELOPER_ROLE = [
+/** Permissions of the custom `developer` role held by the `developer` test principal. */
+export const DEVELOPER_ROLE: readonly Permission[] = [
   'app-view',
   'app-reg',
   'app-control',

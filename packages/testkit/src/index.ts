@@ -1,7 +1,7 @@
 // @svc/testkit: private helpers for cross-component tests.
 export { startTestIssuer } from './issuer.ts';
 export type { Forgery, MintClaims, TestIssuer, TestIssuerOptions } from './issuer.ts';
-export { startTestDaemon, killManagedProcesses, TEST_PRINCIPALS } from './daemon.ts';
+export { startTestDaemon, killManagedProcesses, TEST_PRINCIPALS, DEVELOPER_ROLE } from './daemon.ts';
 export type { TestDaemon, TestDaemonOptions, TestRole } from './daemon.ts';
 export { restClient, tcpClient, wsClient } from './clients.ts';
 export type { ApiClient, CallOptions, CallResult, PersistentClient } from './clients.ts';

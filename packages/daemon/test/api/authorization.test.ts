@@ -2,7 +2,7 @@
 // (not read from the daemon's own table): allowed, 403 (authenticated, not permitted) or 401.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BUILTIN_ROLES, type Permission } from '@svc/protocol';
-import { startTestDaemon, type CallOptions, type TestDaemon, type TestRole } from '@svc/testkit';
+import { DEVELOPER_ROLE, startTestDaemon, type CallOptions, type TestDaemon, type TestRole } from '@svc/testkit';
 import { operations } from '../../src/api/operations/index.ts';
 
 let daemon: TestDaemon;
@@ -23,19 +23,9 @@ afterAll(async () => {
   await daemon?.close();
 });
 
-const DEVELOPER: Permission[] = [
-  'app-view',
-  'app-reg',
-  'app-control',
-  'app-delete',
-  'app-output-view',
-  'app-subscribe',
-  'app-run-async',
-  'app-run-sync',
-];
 
 function has(role: TestRole, permission: Permission): boolean {
-  if (role === 'developer') return DEVELOPER.includes(permission);
+  if (role === 'developer') return DEVELOPER_ROLE.includes(permission);
   if (role === 'nobody') return false;
   const table: Record<string, readonly string[]> = BUILTIN_ROLES;
   return table[
