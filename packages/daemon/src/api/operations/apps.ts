@@ -59,6 +59,9 @@ export const appOperations: Operation<Services>[] = [
       const name = context.params['name']!;
       const access = appAccess(context, name);
       const principal = context.principal!;
+      // Refused first, like every other operation (authorizer.ts): the code says why.
+      if (principal.status === 'tombstoned')
+        throw new SvcError('principal_tombstoned', 'the principal record was deleted');
       if (!principal.permissions.has('app-view-all')) {
         if (!principal.permissions.has('app-view'))
           throw new SvcError('forbidden', 'permission app-view is required');
