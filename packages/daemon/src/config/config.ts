@@ -169,13 +169,22 @@ export async function loadConfig(env: NodeJS.ProcessEnv = process.env): Promise<
   if (authMode === 'external' && !issuerEnv && file.oidc_issuer === undefined)
     throw new ConfigError('external auth mode needs SVC_OIDC_ISSUER (or oidc_issuer in config.yaml)');
 
+  // The headers are part of the request: their timeout cannot be longer than the request's (Node
+  // refuses such a server). The default follows a shorter request timeout; explicit values must agree.
+  const requestTimeoutMs = file.limits?.request_timeout_ms ?? DEFAULT_LIMITS.requestTimeoutMs;
+  const headersTimeoutMs =
+    file.limits?.headers_timeout_ms ?? Math.min(DEFAULT_LIMITS.headersTimeoutMs, requestTimeoutMs);
+  if (headersTimeoutMs > requestTimeoutMs)
+    throw new ConfigError(
+      `limits.headers_timeout_ms (${headersTimeoutMs}) must not exceed limits.request_timeout_ms (${requestTimeoutMs})`,
+    );
   const limits: Limits = {
     maxBodyBytes: file.limits?.max_body_bytes ?? DEFAULT_LIMITS.maxBodyBytes,
     maxFrameBytes: file.limits?.max_frame_bytes ?? DEFAULT_LIMITS.maxFrameBytes,
     maxConnections: file.limits?.max_connections ?? DEFAULT_LIMITS.maxConnections,
     maxConnectionsPerIp: file.limits?.max_connections_per_ip ?? DEFAULT_LIMITS.maxConnectionsPerIp,
-    headersTimeoutMs: file.limits?.headers_timeout_ms ?? DEFAULT_LIMITS.headersTimeoutMs,
-    requestTimeoutMs: file.limits?.request_timeout_ms ?? DEFAULT_LIMITS.requestTimeoutMs,
+    headersTimeoutMs,
+    requestTimeoutMs,
     idleTimeoutMs: file.limits?.idle_timeout_ms ?? DEFAULT_LIMITS.idleTimeoutMs,
   };
 
