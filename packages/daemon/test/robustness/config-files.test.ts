@@ -63,6 +63,11 @@ const REFUSALS: Refusal[] = [
     message: /\/work\/config\/config\.yaml: stop_grace_seconds: /,
   },
   {
+    label: 'limits with a headers timeout longer than the request timeout',
+    files: { 'config/config.yaml': 'limits:\n  request_timeout_ms: 1000\n  headers_timeout_ms: 5000\n' },
+    message: /limits\.headers_timeout_ms \(5000\) must not exceed limits\.request_timeout_ms \(1000\)/,
+  },
+  {
     label: 'SVC_REST_PORT=abc',
     env: { SVC_REST_PORT: 'abc' },
     message: /SVC_REST_PORT: not a port number: abc/,
