@@ -49,6 +49,10 @@ class FakeRunner implements ProcessRunner {
     this.signals.push([pid, signal]);
     return true;
   }
+  kill(pid: number, signal: NodeJS.Signals): boolean {
+    this.signals.push([pid, `pid-only ${signal}`]);
+    return true;
+  }
   exitLast(exitCode: number): void {
     this.spawned.at(-1)?.exit({ exitCode, spawnError: undefined });
   }

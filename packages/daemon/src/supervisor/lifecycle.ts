@@ -44,7 +44,11 @@ export type AppState =
 /** Why a process is being stopped on purpose; none of these triggers an exit behavior. */
 export type StopIntent = 'disable' | 'remove' | 'replace' | 'timeout' | 'window';
 
-/** Exit code reported for a process whose real code cannot be known (adopted after a restart). */
+/**
+ * Stand-in used only to DECIDE the exit behavior of a process whose exit code is unknown (adopted):
+ * outside both the exit-status and the signal ranges, so it matches no `behavior.control` entry and
+ * counts as a failure. It is never reported: EXIT and the output API carry `undefined`.
+ */
 export const UNKNOWN_EXIT_CODE = -256;
 export const ADOPTED_EXIT_ERROR = 'exit code unavailable: process was adopted after a daemon restart';
 
@@ -60,7 +64,12 @@ export interface RunningProcess {
   startedAt: number;
   /** Field 22 of /proc/<pid>/stat (0 when unknown, e.g. with a fake runner). */
   startTicks: number;
+  /** Not our child (re-attached after a daemon restart, or adopted by `pid`): its exit is polled. */
   adopted: boolean;
+  /** Adopted by the definition's `pid`: started outside svc, so its output is not captured. */
+  external?: boolean;
+  /** Signal the pid alone on stop: an external process that does not lead its process group. */
+  signalPidOnly?: boolean;
 }
 
 export interface Transient {
@@ -236,6 +245,33 @@ export class AppLifecycle {
     this.#setState('running', undefined);
   }
 
+  /**
+   * Take over a running process that svc did not start (the definition's `pid`): a start without a
+   * spawn. START is published with a fresh process uuid; its exit is found by the supervisor's poll.
+   */
+  adoptExternal(pid: number, startTicks: number, leadsGroup: boolean): RunningProcess {
+    const host = this.#host;
+    const now = host.clock.now();
+    const processUuid = randomUUID();
+    this.runtime.uuids = [processUuid, ...this.runtime.uuids].slice(0, KEPT_UUIDS);
+    this.runtime.starts++;
+    this.runtime.lastStartAt = now;
+    const process: RunningProcess = {
+      pid,
+      processUuid,
+      startedAt: now,
+      startTicks,
+      adopted: true,
+      external: true,
+    };
+    if (!leadsGroup) process.signalPidOnly = true;
+    this.process = process;
+    this.#setState('running', undefined);
+    host.emit({ type: 'START', app: this.name, pid, processUuid });
+    host.started(this, process);
+    return process;
+  }
+
   /** The supervisor's poll found that an adopted process is gone. */
   adoptedExited(): void {
     const process = this.process;
@@ -262,7 +298,7 @@ export class AppLifecycle {
     const done = new Promise<void>((resolve) => this.#stopWaiters.push(resolve));
     if (this.state !== 'stopping') {
       this.#setState('stopping', this.#host.clock.now() + this.#host.stopGraceMs);
-      this.#host.runner.killGroup(process.pid, 'SIGTERM');
+      this.#signal(process, 'SIGTERM');
     }
     return done;
   }
@@ -345,7 +381,7 @@ export class AppLifecycle {
       type: 'EXIT',
       app: this.name,
       pid: process.pid,
-      exitCode: code,
+      exitCode,
       lastError: error,
       processUuid: process.processUuid,
     });
@@ -386,6 +422,12 @@ export class AppLifecycle {
       else this.#setState('backoff', now + delayMs);
     }
     host.changed(this);
+  }
+
+  /** Stop signals go to the whole process group, except for an external pid that leads none. */
+  #signal(process: RunningProcess, signal: NodeJS.Signals): void {
+    if (process.signalPidOnly === true) this.#host.runner.kill(process.pid, signal);
+    else this.#host.runner.killGroup(process.pid, signal);
   }
 
   #setState(state: AppState, dueAt: number | undefined): void {
@@ -440,7 +482,7 @@ export class AppLifecycle {
         return;
       }
       case 'stopping':
-        if (this.process !== undefined) this.#host.runner.killGroup(this.process.pid, 'SIGKILL');
+        if (this.process !== undefined) this.#signal(this.process, 'SIGKILL');
         return;
       case 'backoff':
         this.#dueAt = undefined;

@@ -7,7 +7,7 @@
 //   lose or duplicate a byte.
 // - Rotation is synchronous (renames in one JS turn) and a read resolves its file to an open fd
 //   in one JS turn too, so a read never lands on a file that was rotated under it.
-// - `exitCode` is returned only when the process had exited BEFORE the file size was taken and
+// - `exited` (and `exitCode`, when known) is returned only when the process had exited BEFORE the file size was taken and
 //   the read reached that size: a reader that sees it has seen every byte.
 import {
   closeSync,
@@ -46,12 +46,9 @@ interface AppOutput {
 export class OutputStore {
   readonly dir: string;
   readonly #apps = new Map<string, AppOutput>();
-  /** Reported as the exit code of a process whose real code is unknown (adopted, see snapshot.ts). */
-  readonly #unknownExitCode: number;
 
-  constructor(dir: string, unknownExitCode: number) {
+  constructor(dir: string) {
     this.dir = dir;
-    this.#unknownExitCode = unknownExitCode;
     mkdirSync(dir, { recursive: true, mode: 0o700 });
   }
 
@@ -151,7 +148,13 @@ export class OutputStore {
     const file = state.files[index];
     if (file === undefined) {
       if (index === 0)
-        return { output: Buffer.alloc(0), position: 0, exitCode: undefined, processUuid: undefined };
+        return {
+          output: Buffer.alloc(0),
+          position: 0,
+          exited: false,
+          exitCode: undefined,
+          processUuid: undefined,
+        };
       throw new SvcError('not_found', `${app} has no output file with index ${index}`);
     }
     const cap =
@@ -169,7 +172,8 @@ export class OutputStore {
       return {
         output: Buffer.alloc(0),
         position,
-        exitCode: this.#exitCodeOf(file),
+        exited: file.exited,
+        exitCode: file.exited ? file.exitCode : undefined,
         processUuid: file.processUuid,
       };
     }
@@ -199,10 +203,12 @@ export class OutputStore {
             got += n;
           }
           const next = position + got;
+          const complete = exited && next >= size;
           return {
             output: got === length ? buffer : buffer.subarray(0, got),
             position: next,
-            exitCode: exited && next >= size ? this.#exitCodeOf(file) : undefined,
+            exited: complete,
+            exitCode: complete ? file.exitCode : undefined,
             processUuid: file.processUuid,
           };
         }
@@ -211,7 +217,8 @@ export class OutputStore {
           return {
             output: Buffer.alloc(0),
             position: size,
-            exitCode: exited ? this.#exitCodeOf(file) : undefined,
+            exited,
+            exitCode: exited ? file.exitCode : undefined,
             processUuid: file.processUuid,
           };
         }
@@ -229,10 +236,5 @@ export class OutputStore {
       state.waiters.delete(changed);
       closeSync(fd);
     }
-  }
-
-  #exitCodeOf(file: OutputFileInfo): number | undefined {
-    if (!file.exited) return undefined;
-    return file.exitCode ?? this.#unknownExitCode;
   }
 }

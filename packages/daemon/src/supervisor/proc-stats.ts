@@ -1,6 +1,6 @@
 // Reading /proc (Linux). Every function returns undefined when the process is gone or /proc is
 // unreadable; none throws.
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 
 export interface ProcStat {
   /** Field 22: start time in clock ticks since boot; with the pid it identifies a process. */
@@ -51,3 +51,116 @@ export function isSameProcess(pid: number, startTicks: number, procRoot = '/proc
 
 /** Clock ticks per second; 100 on every Linux platform Node supports (USER_HZ). */
 export const CLOCK_TICKS = 100;
+
+/** Bytes per page (for RSS in pages): derived once from /proc/self (VmRSS kB vs statm pages). */
+let pageSizeCache: number | undefined;
+export function pageSize(procRoot = '/proc'): number {
+  if (pageSizeCache !== undefined) return pageSizeCache;
+  let size = 4096;
+  try {
+    const pages = Number(readFileSync(`${procRoot}/self/statm`, 'latin1').split(' ')[1]);
+    const rss = readRssBytes(process.pid, procRoot);
+    if (rss !== undefined && pages > 0) size = 2 ** Math.round(Math.log2(rss / pages));
+  } catch {
+    // keep 4096
+  }
+  if (!(size >= 4096 && size <= 65536)) size = 4096;
+  pageSizeCache = size;
+  return size;
+}
+
+export interface GroupUsage {
+  /** Sum of the resident set sizes (field 24 x page size). */
+  rssBytes: number;
+  /** Sum of utime + stime + cutime + cstime (fields 14-17): reaped children count too. */
+  cpuTicks: number;
+  /** Processes counted. */
+  processes: number;
+  /** The walk stopped at its bound; the sums cover part of the group. */
+  truncated: boolean;
+}
+
+/** Upper bounds of one group walk: processes visited and /proc files read. */
+export const GROUP_WALK_MAX_PROCESSES = 256;
+const GROUP_WALK_MAX_READS = 1024;
+
+/**
+ * Resource usage of a process and its descendants that are in the same process group (what a stop
+ * signals), found through /proc/<pid>/task/<tid>/children: cost proportional to the group, never
+ * to the number of processes on the host, and bounded. A group member that was re-parented away
+ * from the tree (its parent exited) is not found. Undefined when `root` is gone.
+ */
+export function readGroupUsage(root: number, procRoot = '/proc'): GroupUsage | undefined {
+  const first = readProcStatFull(root, procRoot);
+  if (first === undefined) return undefined;
+  const pgid = first.pgid;
+  const usage: GroupUsage = { rssBytes: 0, cpuTicks: 0, processes: 0, truncated: false };
+  const page = pageSize(procRoot);
+  const queue: number[] = [root];
+  const seen = new Set<number>();
+  let reads = 1;
+  for (let i = 0; i < queue.length; i++) {
+    const pid = queue[i] as number;
+    if (seen.has(pid)) continue;
+    seen.add(pid);
+    const stat = i === 0 ? first : readProcStatFull(pid, procRoot);
+    if (i > 0) reads++;
+    if (stat === undefined || stat.pgid !== pgid) continue;
+    if (stat.state !== 'Z') usage.rssBytes += stat.rssPages * page;
+    usage.cpuTicks += stat.cpuTicks + stat.childTicks;
+    usage.processes++;
+    if (usage.processes >= GROUP_WALK_MAX_PROCESSES || reads >= GROUP_WALK_MAX_READS) {
+      usage.truncated = true;
+      break;
+    }
+    let tids: string[];
+    try {
+      tids = readdirSync(`${procRoot}/${pid}/task`);
+    } catch {
+      continue;
+    }
+    for (const tid of tids) {
+      if (++reads > GROUP_WALK_MAX_READS) {
+        usage.truncated = true;
+        break;
+      }
+      try {
+        const children = readFileSync(`${procRoot}/${pid}/task/${tid}/children`, 'latin1');
+        for (const child of children.split(' ')) if (child !== '') queue.push(Number(child));
+      } catch {
+        // thread or process gone
+      }
+    }
+    if (usage.truncated) break;
+  }
+  return usage;
+}
+
+interface ProcStatFull extends ProcStat {
+  rssPages: number;
+  childTicks: number;
+}
+
+function readProcStatFull(pid: number, procRoot: string): ProcStatFull | undefined {
+  if (!Number.isInteger(pid) || pid <= 0) return undefined;
+  let text: string;
+  try {
+    text = readFileSync(`${procRoot}/${pid}/stat`, 'latin1');
+  } catch {
+    return undefined;
+  }
+  const close = text.lastIndexOf(')');
+  if (close < 0) return undefined;
+  const rest = text.slice(close + 2).split(' ');
+  const field = (n: number): number => Number(rest[n - 3]);
+  const startTicks = field(22);
+  if (!Number.isFinite(startTicks)) return undefined;
+  return {
+    startTicks,
+    cpuTicks: field(14) + field(15),
+    childTicks: field(16) + field(17),
+    pgid: field(5),
+    state: rest[0] ?? '?',
+    rssPages: field(24),
+  };
+}

@@ -44,6 +44,8 @@ export interface ProcessRunner {
   spawn(request: SpawnRequest): SpawnedProcess;
   /** Signal a whole process group; returns false when it no longer exists. */
   killGroup(pid: number, signal: NodeJS.Signals): boolean;
+  /** Signal one process (an adopted process that does not lead a group); false when gone. */
+  kill(pid: number, signal: NodeJS.Signals): boolean;
 }
 
 /** Split a command line into argv: whitespace separates, '…' is literal, "…" honours \" \\ \$ \`, \ escapes. */
@@ -162,6 +164,15 @@ export function createProcessRunner(): ProcessRunner {
       if (pid <= 0) return false;
       try {
         process.kill(-pid, signal);
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    kill(pid, signal) {
+      if (pid <= 0) return false;
+      try {
+        process.kill(pid, signal);
         return true;
       } catch {
         return false;

@@ -1,13 +1,15 @@
 // work/.snapshot: what a new daemon needs to re-attach to processes that outlived the old one.
-// JSON, written atomically (temp + fsync + rename, mode 0600) and coalesced: at most one write in
-// flight, and a change during a write triggers exactly one more. Writes are off the start path
-// (a crash between a spawn and the next write loses only the re-attachment of that process).
+// JSON, written atomically (temp + rename, mode 0600; no fsync, see writeSnapshotFile) and
+// coalesced: at most one write in flight, at most one per SNAPSHOT_MIN_INTERVAL_MS, and a change
+// during a write triggers exactly one more. Writes are off the start path (a daemon crash between a
+// spawn and the next write loses only the re-attachment of that process); `flush` writes at once
+// (pid adoption, which must survive a daemon restart before it is acknowledged).
 //
 // Re-attachment rule: a process is adopted only when /proc/<pid>/stat exists AND its start time
 // (field 22, clock ticks since boot) equals the recorded one; a reused pid never matches.
-import { readFile } from 'node:fs/promises';
+import { readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { basename, dirname } from 'node:path';
 import type { Logger } from '../log/logger.ts';
-import { writeFileAtomic } from '../util/atomic-file.ts';
 import type { OutputFileInfo } from './output-store.ts';
 
 export interface SnapshotProcess {
@@ -18,6 +20,10 @@ export interface SnapshotProcess {
   processUuid: string;
   /** Epoch ms. */
   startedAt: number;
+  /** Adopted by the definition's `pid` (output not captured). */
+  external?: boolean;
+  /** Signal the pid alone on stop (an external process that leads no group). */
+  signalPidOnly?: boolean;
 }
 
 export interface SnapshotApp {
@@ -64,37 +70,80 @@ export async function readSnapshot(file: string, logger: Logger): Promise<Snapsh
   }
 }
 
+/** Snapshot writes are at most this often (a burst of starts costs one write, not one per start). */
+export const SNAPSHOT_MIN_INTERVAL_MS = 50;
+
+/**
+ * Replace `file` atomically with respect to a daemon crash: temp file + rename, no fsync. The
+ * snapshot only matters while processes outlive the daemon; a power loss kills them all, so its
+ * durability is not worth an fsync competing with the fsync of acknowledged definitions.
+ */
+async function writeSnapshotFile(file: string, data: string): Promise<void> {
+  const temp = `${dirname(file)}/.tmp-${basename(file)}.${process.pid}`;
+  try {
+    await writeFile(temp, data, { mode: 0o600 });
+    await rename(temp, file);
+  } catch (error) {
+    await rm(temp, { force: true });
+    throw error;
+  }
+}
+
 export class SnapshotWriter {
   readonly #file: string;
   readonly #collect: () => SnapshotData;
   readonly #logger: Logger;
+  readonly #minIntervalMs: number;
   #dirty = false;
   #writing: Promise<void> | undefined;
+  #lastWriteAt = 0;
   #closed = false;
 
-  constructor(file: string, collect: () => SnapshotData, logger: Logger) {
+  constructor(
+    file: string,
+    collect: () => SnapshotData,
+    logger: Logger,
+    minIntervalMs = SNAPSHOT_MIN_INTERVAL_MS,
+  ) {
     this.#file = file;
     this.#collect = collect;
     this.#logger = logger;
+    this.#minIntervalMs = minIntervalMs;
   }
 
-  /** Mark the snapshot stale; it is written soon, off the caller's path. */
+  /** Mark the snapshot stale; it is written soon (within minIntervalMs), off the caller's path. */
   schedule(): void {
     if (this.#closed) return;
     this.#dirty = true;
     this.#writing ??= this.#loop();
   }
 
-  async #loop(): Promise<void> {
-    await new Promise<void>((resolve) => setImmediate(resolve));
+  /** Resolve once a write that includes the current state has completed. */
+  async flush(): Promise<void> {
+    this.schedule();
+    while (this.#writing !== undefined) await this.#writing;
+  }
+
+  async #write(): Promise<void> {
+    this.#dirty = false;
+    this.#lastWriteAt = Date.now();
     try {
-      while (this.#dirty) {
-        this.#dirty = false;
-        try {
-          await writeFileAtomic(this.#file, JSON.stringify(this.#collect()), 0o600);
-        } catch (error) {
-          this.#logger.error('snapshot write failed', { file: this.#file, error });
-        }
+      await writeSnapshotFile(this.#file, JSON.stringify(this.#collect()));
+    } catch (error) {
+      this.#logger.error('snapshot write failed', { file: this.#file, error });
+    }
+  }
+
+  async #loop(): Promise<void> {
+    try {
+      while (this.#dirty && !this.#closed) {
+        const wait = this.#lastWriteAt + this.#minIntervalMs - Date.now();
+        await new Promise<void>((resolve) => {
+          if (wait > 0) setTimeout(resolve, wait).unref();
+          else setImmediate(resolve);
+        });
+        if (this.#closed) break;
+        await this.#write();
       }
     } finally {
       this.#writing = undefined;
@@ -105,6 +154,6 @@ export class SnapshotWriter {
   async close(): Promise<void> {
     this.#closed = true;
     await this.#writing;
-    await writeFileAtomic(this.#file, JSON.stringify(this.#collect()), 0o600);
+    await writeSnapshotFile(this.#file, JSON.stringify(this.#collect()));
   }
 }

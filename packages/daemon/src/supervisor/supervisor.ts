@@ -7,6 +7,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { closeSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { pid as daemonPid } from 'node:process';
 import { SvcError } from '@svc/protocol';
 import type { Logger } from '../log/logger.ts';
 import type { AppDefinition } from '../model/app-definition.ts';
@@ -14,10 +15,10 @@ import { parseAppDefinition, toPublicView } from '../model/app-definition.ts';
 import type { SecretCrypter } from '../model/secret-crypter.ts';
 import { AppStore } from './app-store.ts';
 import { HealthChecker } from './health.ts';
-import { AppLifecycle, UNKNOWN_EXIT_CODE } from './lifecycle.ts';
+import { AppLifecycle } from './lifecycle.ts';
 import type { Clock, LifecycleHost, RunningProcess } from './lifecycle.ts';
 import { OutputStore } from './output-store.ts';
-import { CLOCK_TICKS, isSameProcess, readProcStat, readRssBytes } from './proc-stats.ts';
+import { CLOCK_TICKS, isSameProcess, readGroupUsage, readProcStat } from './proc-stats.ts';
 import { createProcessRunner } from './process-runner.ts';
 import type { ProcessRunner } from './process-runner.ts';
 import { probeResourceLimiter } from './resource-limit.ts';
@@ -106,7 +107,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
   const workDir = options.workDir;
   mkdirSync(workDir, { recursive: true, mode: 0o700 });
   const store = new AppStore(join(workDir, 'apps'), options.crypter);
-  const output = new OutputStore(join(workDir, 'stdout'), UNKNOWN_EXIT_CODE);
+  const output = new OutputStore(join(workDir, 'stdout'));
   const limiter: ResourceLimiter = probeResourceLimiter(logger, options.cgroupRoot);
   const health = new HealthChecker(options.healthIntervalMs ?? DEFAULT_HEALTH_INTERVAL_MS);
   const baseEnv = baseEnvironment();
@@ -115,7 +116,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
 
   const apps = new Map<string, AppLifecycle>();
   const limitStatus = new Map<string, string>();
-  const cpuSamples = new Map<string, { ticks: number; at: number }>();
+  const cpuSamples = new Map<string, { ticks: number; at: number; uuid: string }>();
   const listeners = new Set<(event: SupervisorEvent) => void>();
   const chains = new Map<string, Promise<unknown>>();
   const adopted = new Set<AppLifecycle>();
@@ -159,6 +160,8 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
           startTicks: p.startTicks,
           processUuid: p.processUuid,
           startedAt: p.startedAt,
+          ...(p.external === true ? { external: true } : {}),
+          ...(p.signalPidOnly === true ? { signalPidOnly: true } : {}),
         });
       }
       appsData[app.name] = {
@@ -233,7 +236,12 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
       return { env, outputFd: fd };
     },
     started(app, process) {
-      process.startTicks = readProcStat(process.pid)?.startTicks ?? 0;
+      if (process.startTicks === 0) process.startTicks = readProcStat(process.pid)?.startTicks ?? 0;
+      if (process.external === true) {
+        // No output to capture, but a (empty) file per process keeps reads by process_uuid and
+        // long polls (woken at exit) uniform.
+        closeSync(output.openForProcess(app.name, process.processUuid, app.def.stdout_cache_num));
+      }
       if (app.def.resource_limit !== undefined) {
         limitStatus.set(app.name, limiter.apply(app.name, process.pid, app.def.resource_limit));
       }
@@ -267,7 +275,11 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
     },
   };
 
-  const view = (app: AppLifecycle): AppView => {
+  /**
+   * The app view. `usage` adds memory/cpu of the process group (read from /proc, bounded): only for
+   * get/list, not for the answer of a mutation (register, enable...), which stays off /proc.
+   */
+  const view = (app: AppLifecycle, usage = true): AppView => {
     const v = toPublicView(app.def) as AppView;
     const r = app.runtime;
     const p = app.process;
@@ -275,16 +287,27 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
     if (p !== undefined) {
       v['pid'] = p.pid;
       v['process_uuid'] = p.processUuid;
-      const stat = readProcStat(p.pid);
-      const rss = readRssBytes(p.pid);
-      if (rss !== undefined) v['memory'] = rss;
-      if (stat !== undefined) {
+      if (p.external === true) {
+        v['adopted'] = true;
+        v['output_captured'] = false;
+      }
+      const group = usage ? readGroupUsage(p.pid) : undefined;
+      if (group !== undefined) {
+        v['memory'] = group.rssBytes;
+        v['processes'] = group.processes;
+        // cpu: percent of one core since the previous view of this process (or since its start).
         const t = now();
         const previous = cpuSamples.get(app.name);
-        const base = previous ?? { ticks: 0, at: p.startedAt };
-        const elapsed = Math.max(1, t - base.at);
-        v['cpu'] = Math.round(((stat.cpuTicks - base.ticks) / CLOCK_TICKS / (elapsed / 1000)) * 10000) / 100;
-        cpuSamples.set(app.name, { ticks: stat.cpuTicks, at: t });
+        const fresh = previous === undefined || previous.uuid !== p.processUuid;
+        if (fresh && p.adopted) {
+          v['cpu'] = 0; // ticks before the adoption are not this supervision's to average
+        } else {
+          const base = fresh ? { ticks: 0, at: p.startedAt } : previous;
+          const elapsed = Math.max(1, t - base.at);
+          const ticks = Math.max(0, group.cpuTicks - base.ticks);
+          v['cpu'] = Math.round((ticks / CLOCK_TICKS / (elapsed / 1000)) * 10000) / 100;
+        }
+        cpuSamples.set(app.name, { ticks: group.cpuTicks, at: t, uuid: p.processUuid });
       }
     } else if (r.uuids[0] !== undefined) {
       v['process_uuid'] = r.uuids[0];
@@ -307,6 +330,60 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
     }
     if (app.transient !== undefined) v['transient'] = true;
     return v;
+  };
+
+  /**
+   * Register `def` by adopting the running process `def.pid` instead of spawning (CONTRACT §7).
+   * Refused when /proc/<pid> does not exist (or is a zombie), when it is the daemon, or when the
+   * process (or its process group) is already managed. The process's start time is recorded, and
+   * the snapshot is written before acknowledging, so a daemon restart re-attaches to it.
+   */
+  const adoptByPid = async (def: AppDefinition, existing: AppLifecycle | undefined): Promise<AppView> => {
+    const pid = def.pid as number;
+    const stat = readProcStat(pid);
+    if (stat === undefined || stat.state === 'Z') throw new SvcError('invalid_app', 'pid: no such process');
+    if (pid === daemonPid || stat.pgid === daemonPid)
+      throw new SvcError('invalid_app', 'pid: the svc daemon cannot adopt itself');
+    const current = existing?.process;
+    const keep = current !== undefined && current.pid === pid && current.startTicks === stat.startTicks;
+    if (!keep) {
+      for (const other of apps.values()) {
+        const p = other.process;
+        if (p === undefined) continue;
+        if (p.pid === pid)
+          throw new SvcError('invalid_app', `pid: process ${pid} is already managed by ${other.name}`);
+        if (p.signalPidOnly !== true && stat.pgid === p.pid)
+          throw new SvcError('invalid_app', `pid: process ${pid} is in the process group of ${other.name}`);
+      }
+    }
+    await store.save(def);
+    if (existing !== undefined && keep) {
+      // Echoed back (GET then PUT): the process is the one already adopted; keep it running.
+      existing.def = def;
+      existing.transient = undefined;
+      snapshot.schedule();
+      return view(existing, false);
+    }
+    let app = existing;
+    if (app === undefined) {
+      app = new AppLifecycle(def, host);
+      apps.set(def.name, app);
+      output.restore(def.name, undefined);
+    } else {
+      await app.stop('replace');
+      app.def = def;
+      app.transient = undefined;
+      limitStatus.delete(def.name);
+    }
+    app.resetForRun();
+    if (isSameProcess(pid, stat.startTicks)) {
+      app.adoptExternal(pid, stat.startTicks, stat.pgid === pid);
+      watchAdopted(app);
+    } else {
+      app.decide(); // it exited meanwhile: as if adopted and gone at once (the command runs)
+    }
+    await snapshot.flush();
+    return view(app, false);
   };
 
   const mustGet = (name: string): AppLifecycle => {
@@ -376,7 +453,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
   // ---- the API ---------------------------------------------------------------------------------
   const supervisor: Supervisor = {
     list() {
-      return [...apps.values()].map(view);
+      return [...apps.values()].map((app) => view(app));
     },
     get(name) {
       const app = apps.get(name);
@@ -397,22 +474,50 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
             ? parsed
             : parseAppDefinition(definition, { now: now(), previous: existing.def });
         def.owner = existing?.def.owner ?? owner;
-        await store.save(def);
+        if (def.pid !== undefined) return adoptByPid(def, existing);
+        // The durable write runs while the process is spawned; the call returns only after both,
+        // so an acknowledged definition is never lost. If the write fails, the start is undone.
+        const saved = store.save(def);
         if (existing === undefined) {
           const app = new AppLifecycle(def, host);
           apps.set(def.name, app);
           output.restore(def.name, undefined);
           app.decide();
-          return view(app);
+          try {
+            await saved;
+          } catch (error) {
+            await removeNow(app);
+            throw error;
+          }
+          return view(app, false);
         }
-        await existing.stop('replace');
+        const previousDef = existing.def;
+        const previousTransient = existing.transient;
+        try {
+          await existing.stop('replace');
+        } catch (error) {
+          await saved.catch(() => undefined);
+          throw error;
+        }
         existing.def = def;
         existing.transient = undefined;
         existing.resetForRun();
         limitStatus.delete(def.name);
         existing.decide();
+        try {
+          await saved;
+        } catch (error) {
+          // Not stored: the previous definition (still on disk) is the app again.
+          await existing.stop('replace');
+          existing.def = previousDef;
+          existing.transient = previousTransient;
+          existing.resetForRun();
+          existing.decide();
+          snapshot.schedule();
+          throw error;
+        }
         snapshot.schedule();
-        return view(existing);
+        return view(existing, false);
       });
     },
     async remove(name) {
@@ -426,15 +531,24 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
       return serial(name, async () => {
         const previousEnabled = app.def.status === 1;
         if (!previousEnabled) {
+          const previousDef = app.def;
           const def = { ...app.def, status: 1 as const };
-          await store.save(def);
+          const saved = store.save(def); // concurrent with the spawn, awaited before acknowledging
           app.def = def;
           app.resetForRun();
           app.decide();
+          try {
+            await saved;
+          } catch (error) {
+            app.def = previousDef;
+            await app.stop('disable');
+            app.decide();
+            throw error;
+          }
           emit({ type: 'STATUS', app: name, enabled: true, previousEnabled });
           snapshot.schedule();
         }
-        return view(app);
+        return view(app, false);
       });
     },
     async disable(name) {
@@ -450,7 +564,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
           app.decide();
           snapshot.schedule();
         }
-        return view(app);
+        return view(app, false);
       });
     },
     health(name) {
@@ -520,6 +634,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
       if (adoptedTimer !== undefined) clearInterval(adoptedTimer);
       adoptedTimer = undefined;
       await snapshot.close();
+      await store.close();
     },
     processKey(name) {
       const uuid = apps.get(name)?.runtime.uuids[0];

@@ -21,7 +21,15 @@ export interface OutputChunk {
   output: Buffer;
   /** Offset of the next unread byte (X-Output-Position). */
   position: number;
-  /** Set once the process that wrote this file has exited (X-Exit-Code). */
+  /**
+   * True once the process that wrote this file has exited AND this read reached the end of the
+   * file: a reader that sees it has seen every byte.
+   */
+  exited: boolean;
+  /**
+   * The exit code (X-Exit-Code) when `exited` and the code is known; undefined while running, and
+   * also after the exit of a process whose code cannot be known (adopted: `exited` tells them apart).
+   */
   exitCode: number | undefined;
   processUuid: string | undefined;
 }
@@ -40,7 +48,8 @@ export type SupervisorEvent =
       type: 'EXIT';
       app: string;
       pid: number;
-      exitCode: number;
+      /** Exit status, or -signal; undefined when unknowable (an adopted process, see `lastError`). */
+      exitCode: number | undefined;
       lastError: string | undefined;
       processUuid: string;
     }

@@ -291,11 +291,12 @@ describe('output', () => {
 
   it('long poll resolves on new output and on exit', async () => {
     f = await fixture();
+    const flag = join(f.dir, 'exit-now');
     await f.sup.register(
       {
         name: 'lp',
         shell: true,
-        command: 'read x; echo "got $x"; read y',
+        command: `read x; echo "got $x"; while [ ! -e ${flag} ]; do sleep 0.01; done; read y`,
         metadata: 'hello\n',
         behavior: { exit: 'standby' },
       },
@@ -306,7 +307,9 @@ describe('output', () => {
     expect(first.exitCode).toBeUndefined();
     // stdin was closed after the metadata: `read y` fails and the shell exits -> the poll wakes.
     const t0 = Date.now();
-    const last = await f.sup.readOutput('lp', query({ position: first.position, timeoutMs: 5000 }));
+    const pending = f.sup.readOutput('lp', query({ position: first.position, timeoutMs: 5000 }));
+    writeFileSync(flag, '');
+    const last = await pending;
     expect(last.output.length).toBe(0);
     expect(last.exitCode).toBe(1);
     expect(Date.now() - t0).toBeLessThan(4000);

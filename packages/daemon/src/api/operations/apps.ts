@@ -188,6 +188,7 @@ export const appOperations: Operation<Services>[] = [
       });
       const headers: Record<string, string> = { 'x-output-position': String(chunk.position) };
       if (chunk.exitCode !== undefined) headers['x-exit-code'] = String(chunk.exitCode);
+      else if (chunk.exited) headers['x-exited'] = 'true'; // exited, exit code unknown (adopted)
       if (chunk.processUuid !== undefined) headers['x-process-uuid'] = chunk.processUuid;
       return text(chunk.output, 200, headers);
     },
