@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, readFile } from 'node:fs/promises';
 import type { Server as HttpsServer } from 'node:https';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { Server as TlsServer } from 'node:tls';
 import { join } from 'node:path';
 import { createDispatcher, type Authenticator } from './api/dispatcher.ts';
@@ -119,6 +119,14 @@ export async function startDaemon(
   const rest = createRestServer({ tls, dispatch: gate, limits: config.limits, guard, logger });
   attachWsTransport(rest, { dispatch: gate, auth, limits: config.limits, logger });
   const tcp = createTcpServer({ tls, dispatch: gate, limits: config.limits, guard, logger });
+  // Every accepted socket of both listeners (HTTP, upgraded WSS, TCP), so that close() can end them:
+  // server.close() alone waits for persistent clients to hang up, which they never do.
+  const sockets = new Set<Socket>();
+  for (const server of [rest, tcp])
+    server.on('connection', (socket: Socket) => {
+      sockets.add(socket);
+      socket.once('close', () => sockets.delete(socket));
+    });
   const restPort = await listen(rest, config.restPort, config.listenAddress);
   const tcpPort = await listen(tcp, config.tcpPort, config.listenAddress);
   restBaseUrl = `https://${urlHost(config.listenAddress)}:${restPort}`;
@@ -161,11 +169,12 @@ export async function startDaemon(
     close() {
       closing ??= (async () => {
         logger.info('svcd stopping; managed processes keep running');
-        await Promise.all([
+        const closed = Promise.all([
           new Promise<void>((resolve) => rest.close(() => resolve())),
           new Promise<void>((resolve) => tcp.close(() => resolve())),
         ]);
-        rest.closeAllConnections();
+        for (const socket of sockets) socket.destroy();
+        await closed;
         await supervisor.detach();
         await logger.close();
       })();
