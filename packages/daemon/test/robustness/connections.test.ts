@@ -14,16 +14,7 @@ import {
   type Response,
 } from '@svc/protocol';
 import { startTestDaemon, type PersistentClient, type TestDaemon } from '@svc/testkit';
-import { ok, processAlive, serverLog, waitFor } from './helpers.ts';
-
-/** Resolves with `value`, or rejects naming `what` after `ms` (a bound, not a synchronisation). */
-function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const bound = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
-  });
-  return Promise.race([promise, bound]).finally(() => clearTimeout(timer));
-}
+import { ok, processAlive, serverLog, waitFor, within } from './helpers.ts';
 
 /** GET /svc/self on a persistent connection: its status, or 'closed' if the server closed it. */
 async function selfOn(client: PersistentClient, token: string): Promise<number | 'closed'> {

@@ -8,6 +8,15 @@ import { waitFor } from '../helpers/wait-for.ts';
 
 export { waitFor };
 
+/** Resolves with `value`, or rejects naming `what` after `ms` (a bound, not a synchronisation). */
+export function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const bound = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
+  });
+  return Promise.race([promise, bound]).finally(() => clearTimeout(timer));
+}
+
 /** The daemon's log as text ('' before it exists). */
 export async function serverLog(daemon: { workDir: string }): Promise<string> {
   try {

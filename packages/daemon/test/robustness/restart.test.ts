@@ -15,6 +15,7 @@ import {
   waitFor,
   waitGroupGone,
   waitRunning,
+  within,
   type AppView,
 } from './helpers.ts';
 
@@ -69,7 +70,14 @@ describe('daemon restart keeps apps running and re-attaches', () => {
       const part1 = await readOutputUntil(first, 'counter', 0, (t) => completeLines(t).length >= 5);
       await snapshotNames(first, pid);
 
-      await first[how]();
+      if (how === 'stop') {
+        // Persistent clients stay connected: SIGTERM must not wait for them to hang up.
+        const clients = [await first.tcp(), await first.wss(await first.token('admin'))];
+        await within(first.stop(), 10_000, 'svcd to exit on SIGTERM with clients connected');
+        await within(Promise.all(clients.map((c) => c.closed)), 5000, 'the clients to be disconnected');
+      } else {
+        await first.kill();
+      }
       expect(processAlive(pid), 'the app outlives its daemon').toBe(true);
 
       const second = await start({ home: first.home, issuer: first.issuer });
