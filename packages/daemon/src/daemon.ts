@@ -22,6 +22,8 @@ import { PortsFile } from './config/ports-file.ts';
 import { createLogger, type Logger } from './log/logger.ts';
 import { loadOrCreateMasterKey } from './model/secret-crypter.ts';
 import { createSupervisor } from './supervisor/supervisor.ts';
+import { linkTasksToSupervisor } from './tasks/supervisor-link.ts';
+import { TaskQueues } from './tasks/task-queues.ts';
 import { loadTlsMaterial } from './tls/certificates.ts';
 import { ConnectionGuard } from './transports/connection-guard.ts';
 import { createRestServer } from './transports/rest-transport.ts';
@@ -141,10 +143,15 @@ export async function startDaemon(
     processKeySecret: await loadProcessKeySecret(join(work, 'auth', 'process-key.secret')),
   });
 
+  const tasks = new TaskQueues();
+  const unlinkTasks = linkTasksToSupervisor(tasks, supervisor);
+
   const services: Services = {
     config,
     hostConfig,
     supervisor,
+    tasks,
+    verifyProcessKey: (name, key) => supervisor.verifyProcessKey(name, key),
     policy,
     logger,
     restBaseUrl: () => restBaseUrl,
@@ -169,6 +176,8 @@ export async function startDaemon(
     close() {
       closing ??= (async () => {
         logger.info('svcd stopping; managed processes keep running');
+        unlinkTasks();
+        tasks.close(); // waiting submitters and fetchers get 503 before their sockets close
         const closed = Promise.all([
           new Promise<void>((resolve) => rest.close(() => resolve())),
           new Promise<void>((resolve) => tcp.close(() => resolve())),

@@ -37,6 +37,10 @@ export const ERROR_CODES = {
   },
   timeout: { status: 408, description: 'The operation did not complete within its timeout.' },
   conflict: { status: 409, description: 'A conflicting concurrent change.' },
+  task_cancelled: {
+    status: 409,
+    description: 'The task was cancelled before its result arrived (by its submitter, or its worker exited).',
+  },
   process_superseded: {
     status: 412,
     description: 'The process key belongs to a process that was superseded.',

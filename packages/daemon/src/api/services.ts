@@ -2,13 +2,20 @@
 import type { DaemonConfig } from '../config/config.ts';
 import type { HostConfigStore } from '../config/host-config-store.ts';
 import type { PolicyStore } from '../auth/policy-store.ts';
+import type { EventHub } from '../events/event-hub.ts';
 import type { Logger } from '../log/logger.ts';
 import type { SupervisorApi } from '../supervisor/types.ts';
+import type { TaskQueues } from '../tasks/task-queues.ts';
 
 export interface Services {
   config: DaemonConfig;
   hostConfig: HostConfigStore;
   supervisor: SupervisorApi;
+  /** Worker task loop: the queues, and the check of a process key (the supervisor's). */
+  tasks: TaskQueues;
+  verifyProcessKey(name: string, key: string): 'ok' | 'superseded' | 'unknown';
+  /** Event subscriptions and pushes (events/). */
+  events: EventHub;
   policy: PolicyStore;
   logger: Logger;
   /** Base URL of this daemon's REST listener, for discovery documents. */

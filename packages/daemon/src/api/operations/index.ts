@@ -4,13 +4,17 @@ import type { Operation } from '../types.ts';
 import { appOperations } from './apps.ts';
 import { authzOperations } from './authz.ts';
 import { discoveryOperations } from './discovery.ts';
+import { eventOperations } from './events.ts';
 import { hostOperations } from './host.ts';
 import { runOperations } from './runs.ts';
+import { taskOperations } from './tasks.ts';
 
 export const operations: readonly Operation<Services>[] = [
   ...appOperations,
   ...runOperations,
+  ...taskOperations,
   ...hostOperations,
   ...authzOperations,
   ...discoveryOperations,
+  ...eventOperations,
 ];

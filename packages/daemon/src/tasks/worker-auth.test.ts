@@ -1,0 +1,82 @@
+import { describe, expect, it } from 'vitest';
+import { authenticateWorker, isLoopbackAddress, type KeyVerdict } from './worker-auth.ts';
+
+const KEY = 'a'.repeat(64);
+
+function attempt(
+  request: { query?: Record<string, string>; headers?: Record<string, string>; remoteAddress?: string },
+  verdict: KeyVerdict = 'ok',
+): { code: string; status: number; message: string } | 'ok' {
+  try {
+    authenticateWorker(
+      {
+        query: request.query ?? {},
+        headers: request.headers ?? { 'x-svc-process-key': KEY },
+        remoteAddress: request.remoteAddress ?? '127.0.0.1',
+      },
+      'app',
+      () => verdict,
+    );
+    return 'ok';
+  } catch (error) {
+    const e = error as { code: string; status: number; message: string };
+    return { code: e.code, status: e.status, message: e.message };
+  }
+}
+
+describe('isLoopbackAddress', () => {
+  it.each([
+    '127.0.0.1',
+    '127.5.6.7',
+    '::1',
+    '::ffff:127.0.0.1',
+    '::FFFF:127.1.2.3',
+    '::ffff:7f00:1',
+    '0:0:0:0:0:0:0:1',
+  ])('%s is loopback', (address) => expect(isLoopbackAddress(address)).toBe(true));
+  it.each([
+    '10.0.0.1',
+    '192.168.1.2',
+    '128.0.0.1',
+    '::ffff:10.0.0.1',
+    '::2',
+    'fe80::1',
+    'unknown',
+    '',
+    '1127.0.0.1',
+  ])('%s is not loopback', (address) => expect(isLoopbackAddress(address)).toBe(false));
+});
+
+describe('authenticateWorker', () => {
+  it('accepts the current key in the header on loopback', () => {
+    expect(attempt({})).toBe('ok');
+  });
+
+  it.each(['process_key', 'key', 'X-Svc-Process-Key', 'PROCESS_KEY'])(
+    'answers a key in the query string (%s) with 400 obsolete_process_key, even with a valid header',
+    (name) => {
+      const result = attempt({ query: { [name]: KEY } });
+      expect(result).toMatchObject({ code: 'obsolete_process_key', status: 400 });
+      expect(JSON.stringify(result)).not.toContain(KEY);
+    },
+  );
+
+  it('refuses a non-loopback transport with 403 process_key_transport', () => {
+    expect(attempt({ remoteAddress: '10.1.2.3' })).toMatchObject({
+      code: 'process_key_transport',
+      status: 403,
+    });
+  });
+
+  it('answers a missing header with 400 bad_request', () => {
+    expect(attempt({ headers: {} })).toMatchObject({ code: 'bad_request', status: 400 });
+  });
+
+  it('answers a superseded key with 412 and an unknown key with 403, never echoing the key', () => {
+    const superseded = attempt({}, 'superseded');
+    const unknown = attempt({}, 'unknown');
+    expect(superseded).toMatchObject({ code: 'process_superseded', status: 412 });
+    expect(unknown).toMatchObject({ code: 'forbidden', status: 403 });
+    expect(JSON.stringify([superseded, unknown])).not.toContain(KEY);
+  });
+});

@@ -1,0 +1,68 @@
+// Authentication of the worker side of the task RPC (GET/PUT /svc/app/{name}/task) by the process
+// key alone (spec: Worker task loop). The key is never logged and never echoed in an error.
+import { isIPv4 } from 'node:net';
+import { SvcError } from '@svc/protocol';
+
+export const PROCESS_KEY_HEADER = 'x-svc-process-key';
+
+/** Query parameter names that look like a process key (compared case-insensitively). */
+const QUERY_KEY_NAMES = new Set(['process_key', 'key', 'x-svc-process-key', 'processkey', 'svc_process_key']);
+
+/**
+ * Whether a socket's remote address is loopback: 127.0.0.0/8, ::1, or an IPv4-mapped 127.x
+ * (::ffff:127.0.0.1, also written in hex ::ffff:7f00:1).
+ */
+export function isLoopbackAddress(address: string): boolean {
+  const a = address.trim().toLowerCase();
+  if (a === '::1' || a === '0:0:0:0:0:0:0:1') return true;
+  const v4 = a.startsWith('::ffff:') ? a.slice('::ffff:'.length) : a;
+  if (isIPv4(v4)) return v4.startsWith('127.');
+  // IPv4-mapped in hex form: ::ffff:7fXX:XXXX
+  return /^::ffff:7f[0-9a-f]{2}:[0-9a-f]{1,4}$/.test(a);
+}
+
+export type KeyVerdict = 'ok' | 'superseded' | 'unknown';
+
+export interface WorkerRequest {
+  readonly query: Readonly<Record<string, string>>;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly remoteAddress: string;
+}
+
+/**
+ * Accept a worker request for `app` or throw, in this order:
+ * 1. a process-key-like query parameter → 400 obsolete_process_key (even with a valid header);
+ * 2. a non-loopback transport → 403 process_key_transport;
+ * 3. no X-Svc-Process-Key header → 400 bad_request;
+ * 4. a key of a superseded process of the app → 412 process_superseded;
+ * 5. any other key that is not the app's current one → 403 forbidden.
+ */
+export function authenticateWorker(
+  request: WorkerRequest,
+  app: string,
+  verify: (app: string, key: string) => KeyVerdict,
+): void {
+  for (const name of Object.keys(request.query)) {
+    if (QUERY_KEY_NAMES.has(name.toLowerCase()))
+      throw new SvcError(
+        'obsolete_process_key',
+        `a process key in the query string ("${name}") is obsolete; send it only in the X-Svc-Process-Key header`,
+      );
+  }
+  if (!isLoopbackAddress(request.remoteAddress))
+    throw new SvcError(
+      'process_key_transport',
+      'a process key is accepted only on a loopback connection to the daemon',
+    );
+  const key = request.headers[PROCESS_KEY_HEADER];
+  if (key === undefined || key === '')
+    throw new SvcError('bad_request', 'the X-Svc-Process-Key header is required for the worker task RPC');
+  const verdict = verify(app, key.trim());
+  if (verdict === 'superseded')
+    throw new SvcError(
+      'process_superseded',
+      `this process key belongs to a process of ${app} that was superseded by a newer one`,
+    );
+  if (verdict !== 'ok')
+    throw new SvcError('forbidden', `the process key is not valid for application ${app}`);
+}
