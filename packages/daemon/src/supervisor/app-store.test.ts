@@ -33,6 +33,7 @@ describe('AppStore', () => {
     await store.save(web);
     await store.save(app('batch'));
     await store.save({ ...web, description: 'replaced' });
+    await store.close(); // deletes the pooled (empty, pre-created) temp files
     expect((await readdir(dir)).sort()).toEqual(['batch.yaml', 'web.yaml']);
     expect((await stat(join(dir, 'web.yaml'))).mode & 0o777).toBe(0o600);
     expect(await readFile(join(dir, 'web.yaml'), 'utf8')).not.toContain('hunter2');
@@ -54,6 +55,7 @@ describe('AppStore', () => {
     await writeFile(join(dir, 'renamed.yaml'), 'name: other\ncommand: x\n');
     await writeFile(join(dir, 'notes.txt'), 'ignored');
     await writeFile(join(dir, '.tmp-good.yaml.abc123'), 'partial');
+    await store.close();
     const { apps, errors } = await store.loadAll();
     expect(apps.map((a) => a.name)).toEqual(['good']);
     expect(errors).toEqual([
@@ -67,6 +69,20 @@ describe('AppStore', () => {
       'notes.txt',
       'renamed.yaml',
     ]);
+  });
+
+  it('keeps saving after close and after its pooled temp files were deleted by another store', async () => {
+    const store = new AppStore(dir, crypter);
+    await store.save(app('one'));
+    // A second store on the same directory removes "stale" pooled temps on its first save.
+    const other = new AppStore(dir, crypter);
+    await other.save(app('two'));
+    await store.save(app('three'));
+    await store.close();
+    await store.save(app('four'));
+    await store.close();
+    await other.close();
+    expect((await readdir(dir)).sort()).toEqual(['four.yaml', 'one.yaml', 'three.yaml', 'two.yaml']);
   });
 
   it('accepts system apps only in a trusted store', async () => {

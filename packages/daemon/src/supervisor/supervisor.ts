@@ -635,6 +635,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
       adoptedTimer = undefined;
       await snapshot.close();
       await store.close();
+      output.close();
     },
     processKey(name) {
       const uuid = apps.get(name)?.runtime.uuids[0];
