@@ -99,7 +99,7 @@ export class AppStore {
       file = appFileName(def.name);
       data = Buffer.from(serializeApp(def, this.#crypter));
     } catch (error) {
-      return Promise.reject(error as Error);
+      return Promise.reject(error instanceof Error ? error : new Error(String(error)));
     }
     // Issue the write NOW, before returning to the caller: the start path spawns right after this
     // call, synchronously, and the write proceeds in the thread pool meanwhile.
