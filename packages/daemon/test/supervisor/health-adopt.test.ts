@@ -1,0 +1,286 @@
+// Integration tests with real processes: health_check_cmd and liveness health, adoption of a
+// running process by `pid`, and the process-group memory/cpu of the app view.
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { readProcStat } from '../../src/supervisor/proc-stats.ts';
+import type { SupervisorEvent } from '../../src/supervisor/types.ts';
+import { waitFor } from '../helpers/wait-for.ts';
+import { alive, eventsOf, fixture, query, waitExit } from './helpers.ts';
+import type { Fixture } from './helpers.ts';
+
+let f: Fixture;
+/** Processes a test started itself (not through the supervisor): killed after each test. */
+const own = new Set<number>();
+afterEach(async () => {
+  await f.cleanup();
+  for (const pid of own) {
+    for (const target of [-pid, pid]) {
+      try {
+        process.kill(target, 'SIGKILL');
+      } catch {
+        // gone
+      }
+    }
+  }
+  own.clear();
+});
+
+type Health = Extract<SupervisorEvent, { type: 'HEALTH' }>;
+const healthEvents = (app: string): Health[] => eventsOf(f, app, 'HEALTH') as Health[];
+const lines = (file: string): string[] =>
+  existsSync(file)
+    ? readFileSync(file, 'utf8')
+        .split('\n')
+        .filter((l) => l !== '')
+    : [];
+
+/** A process started by the test in its own process group (like something started by hand). */
+function startDetached(command: string, args: string[]): number {
+  const child = spawn(command, args, { detached: true, stdio: 'ignore' });
+  child.unref();
+  const pid = child.pid as number;
+  own.add(pid);
+  return pid;
+}
+
+describe('health_check_cmd', () => {
+  it('flips health 0 -> 1 -> 0 with the check and publishes HEALTH only on change', async () => {
+    f = await fixture({ healthIntervalMs: 50 });
+    const flag = join(f.dir, 'healthy');
+    const runs = join(f.dir, 'runs');
+    writeFileSync(flag, '');
+    await f.sup.register(
+      { name: 'web', command: 'sleep 60', health_check_cmd: `echo x >> ${runs}; test -e ${flag}` },
+      'a',
+    );
+    // Several checks pass: health stays 0 and nothing is published.
+    await waitFor(() => lines(runs).length >= 3, { what: '3 health checks' });
+    expect(f.sup.health('web')).toBe(0);
+    expect(healthEvents('web')).toEqual([]);
+
+    rmSync(flag);
+    await waitFor(() => f.sup.health('web') === 1, { what: 'unhealthy' });
+    expect(f.sup.get('web')?.['health']).toBe(1);
+    // More failing checks: still exactly one HEALTH event.
+    const after = lines(runs).length;
+    await waitFor(() => lines(runs).length >= after + 3, { what: '3 more health checks' });
+    expect(healthEvents('web')).toEqual([{ type: 'HEALTH', app: 'web', health: 1, previousHealth: 0 }]);
+
+    writeFileSync(flag, '');
+    await waitFor(() => f.sup.health('web') === 0, { what: 'healthy again' });
+    const again = lines(runs).length;
+    await waitFor(() => lines(runs).length >= again + 3, { what: '3 more health checks' });
+    expect(healthEvents('web').map((e) => [e.previousHealth, e.health])).toEqual([
+      [0, 1],
+      [1, 0],
+    ]);
+    // Checks stop with the process: health falls back to liveness (disabled = 0).
+    await f.sup.disable('web');
+    const stopped = lines(runs).length;
+    rmSync(flag);
+    await waitFor(() => f.sup.get('web')?.['state'] === 'disabled', { what: 'disabled' });
+    expect(f.sup.health('web')).toBe(0);
+    expect(lines(runs).length).toBeLessThanOrEqual(stopped + 1); // at most one check in flight
+  });
+
+  it('bounds a hanging check by its timeout (unhealthy) and never runs two checks of an app at once', async () => {
+    f = await fixture({ healthIntervalMs: 100 });
+    const pids = join(f.dir, 'check-pids');
+    await f.sup.register(
+      { name: 'hang', command: 'sleep 60', health_check_cmd: `echo $$ >> ${pids}; exec sleep 30` },
+      'a',
+    );
+    try {
+      await waitFor(() => f.sup.health('hang') === 1, { what: 'timed-out check reported unhealthy' });
+      await waitFor(() => lines(pids).length >= 4, { what: '4 checks started' });
+      // Every check but the newest was killed at its timeout: no pile-up of hanging commands.
+      const started = lines(pids).map(Number);
+      const running = started.filter((pid) => alive(pid));
+      expect(running.length).toBeLessThanOrEqual(1);
+      if (running.length === 1) expect(running[0]).toBe(started.at(-1));
+      expect(healthEvents('hang')).toEqual([{ type: 'HEALTH', app: 'hang', health: 1, previousHealth: 0 }]);
+    } finally {
+      for (const pid of lines(pids).map(Number)) own.add(pid);
+    }
+  });
+});
+
+describe('liveness health (no health_check_cmd)', () => {
+  it('is 1 when left down by a failed exit, 0 after a clean one, and 0 once disabled', async () => {
+    f = await fixture();
+    await f.sup.register({ name: 'ok', command: 'true', behavior: { exit: 'standby' } }, 'a');
+    await waitExit(f, 'ok');
+    await waitFor(() => f.sup.get('ok')?.['state'] === 'stopped', { what: 'stopped' });
+    expect(f.sup.health('ok')).toBe(0);
+    expect(healthEvents('ok')).toEqual([]);
+
+    await f.sup.register({ name: 'bad', command: 'sh -c "exit 3"', behavior: { exit: 'standby' } }, 'a');
+    await waitExit(f, 'bad');
+    await waitFor(() => f.sup.health('bad') === 1, { what: 'unhealthy after a failed exit' });
+    expect(healthEvents('bad')).toEqual([{ type: 'HEALTH', app: 'bad', health: 1, previousHealth: 0 }]);
+    await f.sup.disable('bad');
+    expect(f.sup.health('bad')).toBe(0);
+    expect(healthEvents('bad').map((e) => e.health)).toEqual([1, 0]);
+    expect(f.sup.health('nope')).toBeUndefined();
+  });
+
+  it('is 1 while backing off after crashes and 0 when the restarted process runs', async () => {
+    f = await fixture();
+    const flag = join(f.dir, 'stay');
+    // Crashes until the flag exists, then keeps running.
+    await f.sup.register(
+      {
+        name: 'flaky',
+        shell: true,
+        command: `[ -e ${flag} ] || exit 1; exec sleep 60`,
+        behavior: { exit: 'restart' },
+      },
+      'a',
+    );
+    await waitFor(() => f.sup.get('flaky')?.['state'] === 'backoff', { what: 'backoff' });
+    expect(f.sup.health('flaky')).toBe(1);
+    writeFileSync(flag, '');
+    await waitFor(
+      () => f.sup.get('flaky')?.['state'] === 'running' && alive(f.sup.get('flaky')?.['pid'] as number),
+      {
+        what: 'running after backoff',
+        timeoutMs: 5000,
+      },
+    );
+    expect(f.sup.health('flaky')).toBe(0);
+    expect(healthEvents('flaky').map((e) => e.health)).toEqual([1, 0]);
+  });
+});
+
+describe('adopting a running process (pid)', () => {
+  it('adopts by pid, survives a daemon restart, detects the exit (code unknown)', async () => {
+    f = await fixture({ adoptedPollMs: 20 });
+    const pid = startDetached('sleep', ['60']);
+    const view = await f.sup.register(
+      { name: 'ext', command: 'sleep 60', pid, behavior: { exit: 'standby' } },
+      'a',
+    );
+    expect(view['pid']).toBe(pid);
+    expect(view['state']).toBe('running');
+    expect(view['adopted']).toBe(true);
+    expect(view['output_captured']).toBe(false);
+    const start = eventsOf(f, 'ext', 'START');
+    expect(start).toEqual([{ type: 'START', app: 'ext', pid, processUuid: view['process_uuid'] }]);
+    // Nothing was spawned: no other process runs for the app.
+    expect(f.sup.get('ext')?.['processes']).toBe(1);
+
+    // Already managed: by this app (another name) or as a member of a managed group.
+    await expect(f.sup.register({ name: 'ext2', command: 'true', pid }, 'a')).rejects.toMatchObject({
+      code: 'invalid_app',
+      message: `pid: process ${pid} is already managed by ext`,
+    });
+    // The same definition echoed back keeps the process (no restart).
+    await f.sup.register({ name: 'ext', command: 'sleep 60', pid, behavior: { exit: 'standby' } }, 'a');
+    expect(f.sup.get('ext')?.['pid']).toBe(pid);
+    expect(eventsOf(f, 'ext', 'START')).toHaveLength(1);
+    expect(alive(pid)).toBe(true);
+
+    // Daemon restart: re-attached from the snapshot (start time recorded at adoption).
+    await f.sup.detach();
+    const b = await f.make({ adoptedPollMs: 20 });
+    expect(b.get('ext')?.['pid']).toBe(pid);
+    expect(b.get('ext')?.['output_captured']).toBe(false);
+    expect(b.get('ext')?.['process_uuid']).toBe(view['process_uuid']);
+
+    process.kill(pid, 'SIGKILL');
+    const exit = await waitExit(f, 'ext');
+    expect(exit.pid).toBe(pid);
+    expect(exit.exitCode).toBeUndefined();
+    await waitFor(() => b.get('ext')?.['state'] === 'stopped', { what: 'exit detected by the poll' });
+    expect(b.get('ext')?.['return_code']).toBeNull();
+    expect(String(b.get('ext')?.['last_error'])).toMatch(/exit code unavailable/);
+    // The output API tells "exited, code unknown" apart from "still running".
+    const chunk = await b.readOutput('ext', query({ processUuid: view['process_uuid'] as string }));
+    expect(chunk).toMatchObject({ exited: true, exitCode: undefined, position: 0 });
+  });
+
+  it('refuses a pid that does not exist and a member of a managed process group', async () => {
+    f = await fixture();
+    // A pid above any pid_max in use here.
+    await expect(
+      f.sup.register({ name: 'ghost', command: 'true', pid: 2 ** 31 - 2 }, 'a'),
+    ).rejects.toMatchObject({ code: 'invalid_app', message: 'pid: no such process' });
+    expect(f.sup.get('ghost')).toBeUndefined();
+    await f.sup.register({ name: 'group', shell: true, command: 'sleep 60 & echo $!; wait' }, 'a');
+    const child = Number(
+      await waitFor(
+        async () => (await f.sup.readOutput('group', query())).output.toString().trim() || undefined,
+        {
+          what: 'child pid',
+        },
+      ),
+    );
+    await expect(f.sup.register({ name: 'steal', command: 'true', pid: child }, 'a')).rejects.toMatchObject({
+      code: 'invalid_app',
+      message: `pid: process ${child} is in the process group of group`,
+    });
+    await expect(
+      f.sup.register({ name: 'self', command: 'true', pid: process.pid }, 'a'),
+    ).rejects.toMatchObject({
+      code: 'invalid_app',
+    });
+  });
+
+  it('stop signals the group of an adopted leader, and only the pid of a non-leader', async () => {
+    f = await fixture({ adoptedPollMs: 20 });
+    // A leader with two children in its group.
+    const leader = startDetached('sh', ['-c', 'sleep 60 & sleep 60 & wait']);
+    await waitFor(
+      () => readFileSync(`/proc/${leader}/task/${leader}/children`, 'utf8').trim().split(/\s+/).length === 2,
+      {
+        what: 'children started',
+      },
+    );
+    const children = readFileSync(`/proc/${leader}/task/${leader}/children`, 'utf8')
+      .trim()
+      .split(/\s+/)
+      .map(Number);
+    await f.sup.register({ name: 'lead', command: 'true', pid: leader, behavior: { exit: 'standby' } }, 'a');
+    expect(f.sup.get('lead')?.['processes']).toBe(3);
+    await f.sup.disable('lead');
+    expect((await waitExit(f, 'lead')).exitCode).toBeUndefined();
+    await waitFor(() => !alive(leader) && children.every((c) => !alive(c)), { what: 'whole group gone' });
+
+    // A non-leader: the sleep inside a looping shell's group. Only it is signalled.
+    const pidFile = join(f.dir, 'inner');
+    const shell = startDetached('sh', [
+      '-c',
+      `sleep 60 & echo $! > ${pidFile}; while :; do sleep 0.05; done`,
+    ]);
+    const inner = Number(await waitFor(() => lines(pidFile)[0], { what: 'inner pid' }));
+    expect(readProcStat(inner)?.pgid).toBe(shell);
+    await f.sup.register({ name: 'solo', command: 'true', pid: inner, behavior: { exit: 'standby' } }, 'a');
+    await f.sup.disable('solo');
+    await waitExit(f, 'solo');
+    await waitFor(() => !alive(inner), { what: 'inner gone' });
+    expect(alive(shell)).toBe(true);
+  });
+});
+
+describe('process group usage in the app view', () => {
+  it('sums memory and cpu over the group, computed on view', async () => {
+    f = await fixture();
+    await f.sup.register(
+      { name: 'fam', shell: true, command: 'sleep 60 & sleep 60 & echo ready; wait' },
+      'a',
+    );
+    await waitFor(() => f.sup.get('fam')?.['processes'] === 3, { what: '3 processes in the group' });
+    const view = f.sup.get('fam');
+    const leader = view?.['pid'] as number;
+    const leaderRss =
+      Number(/^VmRSS:\s+(\d+)/m.exec(readFileSync(`/proc/${leader}/status`, 'utf8'))?.[1]) * 1024;
+    expect(view?.['memory']).toBeGreaterThan(leaderRss);
+    expect(typeof view?.['cpu']).toBe('number');
+    expect(view?.['cpu']).toBeGreaterThanOrEqual(0);
+    // The answer of a mutation does not read /proc.
+    const disabled = await f.sup.disable('fam');
+    expect(disabled['memory']).toBeUndefined();
+  });
+});
