@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EVENT_REQUEST_URI } from '@svc/protocol';
 import { startTestDaemon, type PersistentClient, type TestDaemon } from '@svc/testkit';
-import { eventsOf, expectGapless, ok, subscribe, waitEvents } from './helpers.ts';
+import { eventsOf, expectGapless, ok, stdoutText, subscribe, waitEvents } from './helpers.ts';
 
 let daemon: TestDaemon;
 let admin: string;
@@ -219,19 +219,58 @@ describe('emission', () => {
 
   it('10,000 events on one subscription arrive gapless and in order', async () => {
     const client = await daemon.tcp();
-    const sub = await subscribe(client, admin, 'idle', 'STATUS');
-    const toggles = 10_000;
-    // Pipelined on one connection; the supervisor serializes them in arrival order.
-    const calls: Promise<unknown>[] = [];
-    for (let i = 0; i < toggles; i++) {
-      calls.push(client.call('POST', `/svc/app/idle/${i % 2 === 0 ? 'disable' : 'enable'}`, { token: admin }));
-      if (calls.length >= 200) await Promise.all(calls.splice(0));
+    // One subscription to every application gets the STDOUT of a process printing 14,000 lines
+    // (one write every 0.2 ms, so most lines are events of their own), then STATUS events of 20
+    // apps toggled in parallel until at least 10,000 events arrived.
+    const sub = await subscribe(client, admin, undefined, 'STATUS,STDOUT,EXIT');
+    const apps = Array.from({ length: 20 }, (_, i) => `toggle-${i}`);
+    for (const name of apps)
+      ok(await client.call('PUT', `/svc/app/${name}`, { token: admin, body: { command: 'true', start_time: FUTURE } }));
+    const lines = 14_000;
+    const script = `const s=new Int32Array(new SharedArrayBuffer(4));for(let i=0;i<${lines};i++){require('fs').writeSync(1,'line '+i+'\\n');Atomics.wait(s,0,0,0.2)}`;
+    ok(
+      await client.call('PUT', '/svc/app/printer', {
+        token: admin,
+        body: { command: `'${process.execPath}' -e "${script}"`, shell: true },
+      }),
+    );
+    await waitEvents(client, sub.subscription_id, (e) => e.some((x) => x.event_type === 'EXIT'), "the printer's EXIT");
+    const target = 10_000;
+    const toggled = new Map(apps.map((name) => [name, 0]));
+    let count = eventsOf(client, sub.subscription_id).length;
+    while (count < target) {
+      const batch = Math.min(apps.length, target - count);
+      await Promise.all(
+        apps.slice(0, batch).map(async (name) => {
+          const i = toggled.get(name)!;
+          toggled.set(name, i + 1);
+          ok(await client.call('POST', `/svc/app/${name}/${i % 2 === 0 ? 'disable' : 'enable'}`, { token: admin }));
+        }),
+      );
+      count += batch;
     }
-    await Promise.all(calls);
-    const events = await waitEvents(client, sub.subscription_id, (e) => e.length >= toggles, `${toggles} events`, 30_000);
-    expect(events).toHaveLength(toggles);
+    const statusCount = [...toggled.values()].reduce((a, b) => a + b, 0);
+    const events = await waitEvents(
+      client,
+      sub.subscription_id,
+      (e) => e.filter((x) => x.event_type === 'STATUS').length >= statusCount,
+      `${statusCount} STATUS events`,
+      30_000,
+    );
+    expect(events.length).toBeGreaterThanOrEqual(target);
     expectGapless(events);
-    events.forEach((e, i) => expect(e.data['enabled']).toBe(i % 2 === 1));
+    // Per app, the toggles arrive in the order they were made.
+    for (const name of apps) {
+      const of = events.filter((e) => e.app_name === name);
+      expect(of).toHaveLength(toggled.get(name)!);
+      of.forEach((e, i) => expect(e.data['enabled']).toBe(i % 2 === 1));
+    }
+    const printed = events.filter((e) => e.app_name === 'printer');
+    const expectedText = Array.from({ length: lines }, (_, i) => `line ${i}\n`).join('');
+    expect(stdoutText(printed)).toBe(expectedText);
+    expect(printed.at(-1)!.event_type).toBe('EXIT');
+    expect(printed.at(-2)!.data).toMatchObject({ finished: true, output: '', position: Buffer.byteLength(expectedText) });
+    console.log(`10,000-event test: ${printed.length - 2} STDOUT chunks, ${statusCount} STATUS events`);
     await client.close();
   });
 });
