@@ -101,6 +101,40 @@ describe('AppLifecycle', () => {
     expect(events).toContainEqual({ type: 'HEALTH', app: 'app', health: 1, previousHealth: 0 });
   });
 
+  it('adopts an external pid without spawning; a non-leader gets pid-only signals; unknown exit', async () => {
+    const { clock, runner, events, app } = setup({ behavior: { exit: 'restart' }, pid: 4242 });
+    const adopted = app.adoptExternal(4242, 777, false);
+    expect(runner.spawned).toHaveLength(0);
+    expect(app.state).toBe('running');
+    expect(adopted).toMatchObject({
+      pid: 4242,
+      startTicks: 777,
+      adopted: true,
+      external: true,
+      signalPidOnly: true,
+    });
+    expect(events[0]).toEqual({ type: 'START', app: 'app', pid: 4242, processUuid: adopted.processUuid });
+    const stopped = app.stop('replace');
+    clock.advance(5000);
+    expect(runner.signals).toEqual([
+      [4242, 'pid-only SIGTERM'],
+      [4242, 'pid-only SIGKILL'],
+    ]);
+    app.adoptedExited();
+    await stopped;
+    expect(events.at(-1)).toMatchObject({ type: 'EXIT', pid: 4242, exitCode: undefined });
+    expect(app.runtime.returnCode).toBeUndefined();
+
+    // Exit on its own with an unknown code counts as a failure: `restart` spawns the command.
+    const b = setup({ behavior: { exit: 'restart' }, pid: 4343 });
+    b.app.adoptExternal(4343, 1, true);
+    b.app.adoptedExited();
+    expect(b.runner.spawned).toHaveLength(1);
+    expect(b.app.state).toBe('running');
+    void b.app.stop('disable');
+    expect(b.runner.signals).toEqual([[1001, 'SIGTERM']]); // the spawned process leads its group
+  });
+
   it('a run of 60 s or more resets the backoff', () => {
     const { clock, runner, app } = setup({ behavior: { exit: 'restart' } });
     app.decide();

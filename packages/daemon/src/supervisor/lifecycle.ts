@@ -1,9 +1,9 @@
 // The lifecycle of one application: the only place that moves an app between states.
 //
-//                        register / enable / load
-//                                 │
-//                                 ▼
-//    ┌──────────┐ disable  ┌─────────────┐  due & in window   ┌──────────┐   spawned    ┌─────────┐
+//                        register / enable / load              register with `pid` (adoptExternal),
+//                                 │                            load with a live snapshot entry (adopt)
+//                                 ▼                                                   │ no spawn
+//    ┌──────────┐ disable  ┌─────────────┐  due & in window   ┌──────────┐   spawned   ▼ ┌─────────┐
 //    │ disabled │◄─────────│  (decide)   │───────────────────►│ starting │─────────────►│ running │
 //    └──────────┘  (any    └─────────────┘                    └──────────┘              └─────────┘
 //         ▲        state)   │          │  ▲                        │ spawn failed         │   │
@@ -22,6 +22,10 @@
 //                 exit recorded  └──────────┘──► removed (remove) · decide (replace, timeout, window)
 //
 //    backoff ──timer──► starting          removed: terminal; REMOVED is published before the purge
+//
+// Adopted processes (not our children) leave `running` when the supervisor's /proc poll finds them
+// gone (adoptedExited): exit code unknown (EXIT carries undefined), decided as a failed exit. Stop
+// signals go to the process group, except for an adopted `pid` that leads none (pid only).
 //
 // "Decide, then act": exit actions, backoff delays and schedule times come from the pure modules
 // restart-policy.ts and schedule.ts; this file only applies them. Each app owns ONE timer, armed

@@ -478,6 +478,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
         // The durable write runs while the process is spawned; the call returns only after both,
         // so an acknowledged definition is never lost. If the write fails, the start is undone.
         const saved = store.save(def);
+        saved.catch(() => undefined); // awaited below, possibly after a stop: never "unhandled"
         if (existing === undefined) {
           const app = new AppLifecycle(def, host);
           apps.set(def.name, app);
@@ -493,12 +494,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
         }
         const previousDef = existing.def;
         const previousTransient = existing.transient;
-        try {
-          await existing.stop('replace');
-        } catch (error) {
-          await saved.catch(() => undefined);
-          throw error;
-        }
+        await existing.stop('replace');
         existing.def = def;
         existing.transient = undefined;
         existing.resetForRun();
@@ -534,6 +530,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
           const previousDef = app.def;
           const def = { ...app.def, status: 1 as const };
           const saved = store.save(def); // concurrent with the spawn, awaited before acknowledging
+          saved.catch(() => undefined);
           app.def = def;
           app.resetForRun();
           app.decide();
@@ -556,12 +553,25 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
       return serial(name, async () => {
         const previousEnabled = app.def.status === 1;
         if (previousEnabled) {
+          const previousDef = app.def;
           const def = { ...app.def, status: 0 as const };
-          if (!def.system) await store.save(def);
+          // The durable write runs while the process is stopped; both end before acknowledging.
+          const saved = def.system ? Promise.resolve() : store.save(def);
+          saved.catch(() => undefined);
           app.def = def;
           emit({ type: 'STATUS', app: name, enabled: false, previousEnabled });
           await app.stop('disable');
           app.decide();
+          try {
+            await saved;
+          } catch (error) {
+            // Not stored: the app is still enabled on disk, so it is enabled again here.
+            app.def = previousDef;
+            app.resetForRun();
+            app.decide();
+            emit({ type: 'STATUS', app: name, enabled: true, previousEnabled: false });
+            throw error;
+          }
           snapshot.schedule();
         }
         return view(app, false);
