@@ -1,8 +1,16 @@
-// Every endpoint × every role, against a real daemon, with the expectation written from CONTRACT §5–§6
-// (not read from the daemon's own table): allowed, 403 (authenticated, not permitted) or 401.
+// Every endpoint × every role × REST and TCP, against a real daemon, with the expectation written
+// from CONTRACT §5–§6 (not read from the daemon's own table): allowed, 403 (authenticated, not
+// permitted) or 401. WSS shares the dispatcher with TCP (see same-over-transports.test.ts).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BUILTIN_ROLES, type Permission } from '@svc/protocol';
-import { DEVELOPER_ROLE, startTestDaemon, type CallOptions, type TestDaemon, type TestRole } from '@svc/testkit';
+import {
+  DEVELOPER_ROLE,
+  startTestDaemon,
+  type ApiClient,
+  type CallOptions,
+  type TestDaemon,
+  type TestRole,
+} from '@svc/testkit';
 import { operations } from '../../src/api/operations/index.ts';
 
 let daemon: TestDaemon;
@@ -14,6 +22,8 @@ beforeAll(async () => {
   for (const [name, token] of [
     ['admin-app', admin],
     ['dev-app', developer],
+    ['dev-del-rest', developer],
+    ['dev-del-tcp', developer],
   ] as const) {
     const r = await rest.call('PUT', `/svc/app/${name}`, { token, body: { command: 'sleep 600' } });
     expect(r.status, r.text()).toBe(200);
@@ -22,7 +32,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await daemon?.close();
 });
-
 
 function has(role: TestRole, permission: Permission): boolean {
   if (role === 'developer') return DEVELOPER_ROLE.includes(permission);
@@ -33,13 +42,15 @@ function has(role: TestRole, permission: Permission): boolean {
   ]!.includes(permission);
 }
 
-type Rule = Permission | 'public' | 'authenticated' | ((role: TestRole) => boolean);
+type Rule = Permission | 'public' | 'authenticated' | 'process-key' | ((role: TestRole) => boolean);
 
 interface Row {
   method: string;
-  /** `{role}` is replaced by the calling role, for rows that create a resource per caller. */
+  /** `{role}` / `{transport}` are replaced, for rows that create or delete a resource per caller. */
   path: string;
   rule: Rule;
+  /** Where TCP differs: subscriptions need a persistent connection, so REST stops at 405 first. */
+  tcpRule?: Rule;
   options?: Omit<CallOptions, 'token'>;
 }
 
@@ -104,16 +115,52 @@ const ROWS: Row[] = [
   { method: 'GET', path: '/svc/auth/config', rule: 'public' },
   { method: 'GET', path: '/.well-known/oauth-protected-resource', rule: 'public' },
   { method: 'GET', path: '/openapi.json', rule: 'public' },
+  // Events: over REST every caller with app-subscribe gets 405 (persistent connection required).
+  {
+    method: 'POST',
+    path: '/svc/app/admin-app/subscribe',
+    rule: 'app-subscribe',
+    tcpRule: (r) => has(r, 'app-subscribe') && (has(r, 'app-view-all') || has(r, 'app-manage-all')),
+  },
+  { method: 'POST', path: '/svc/app/dev-app/subscribe', rule: 'app-subscribe' },
+  {
+    method: 'POST',
+    path: '/svc/subscribe',
+    rule: 'app-subscribe',
+    tcpRule: (r) => has(r, 'app-subscribe') && has(r, 'app-view-all'),
+  },
+  {
+    method: 'DELETE',
+    path: '/svc/app/dev-app/subscribe',
+    rule: 'app-subscribe',
+    options: { query: { subscription_id: 'none' } },
+  },
+  {
+    method: 'DELETE',
+    path: '/svc/subscribe',
+    rule: 'app-subscribe',
+    options: { query: { subscription_id: 'none' } },
+  },
+  // Tasks: clients need app-run-task (the machine identity has not); workers use the process key.
+  {
+    method: 'POST',
+    path: '/svc/app/admin-app/task',
+    rule: (r) => has(r, 'app-run-task') && has(r, 'app-manage-all'),
+    options: { rawBody: 'payload', query: { timeout: '1' } },
+  },
+  { method: 'DELETE', path: '/svc/app/admin-app/task', rule: 'app-run-task' },
+  { method: 'GET', path: '/svc/app/admin-app/task', rule: 'process-key' },
+  { method: 'PUT', path: '/svc/app/admin-app/task', rule: 'process-key', options: { rawBody: 'result' } },
   // DELETE: the owner needs no permission; others need app-delete and app-manage-all.
   {
     method: 'DELETE',
-    path: '/svc/app/dev-app',
+    path: '/svc/app/dev-del-{transport}',
     rule: (r) => r === 'developer' || (has(r, 'app-delete') && has(r, 'app-manage-all')),
   },
 ];
 
 function allowed(rule: Rule, role: TestRole): boolean {
-  if (rule === 'public' || rule === 'authenticated') return true;
+  if (rule === 'public' || rule === 'authenticated' || rule === 'process-key') return true;
   if (typeof rule === 'function') return rule(role);
   return has(role, rule);
 }
@@ -121,7 +168,10 @@ function allowed(rule: Rule, role: TestRole): boolean {
 describe('authorization of every endpoint for every role', () => {
   it('covers every operation of the table', () => {
     const covered = new Set(
-      ROWS.map((r) => `${r.method} ${r.path.replace(/\/(admin-app|dev-app|new-app-\{role\})/, '/{name}')}`),
+      ROWS.map(
+        (r) =>
+          `${r.method} ${r.path.replace(/\/(admin-app|dev-app|new-app-\{role\}|dev-del-\{transport\})/, '/{name}')}`,
+      ),
     );
     const normalised = (p: string): string =>
       p
@@ -134,41 +184,54 @@ describe('authorization of every endpoint for every role', () => {
     expect(missing).toEqual([]);
   });
 
+  const tcpClients = new Map<TestRole, ApiClient>();
+  const clientFor = async (transport: 'rest' | 'tcp', role: TestRole): Promise<ApiClient> => {
+    if (transport === 'rest') return daemon.rest();
+    let client = tcpClients.get(role); // TCP pins one principal per connection
+    if (client === undefined) tcpClients.set(role, (client = await daemon.tcp()));
+    return client;
+  };
+
   for (const row of ROWS) {
-    it(`${row.method} ${row.path}`, async () => {
-      const rest = daemon.rest();
-      const outcomes: Record<string, number> = {};
-      const expected: Record<string, string> = {};
-      const actual: Record<string, string> = {};
-      // Deleting rows: let the denied roles try first, the allowed ones after.
-      const order = [...ROLES].sort((a, b) => Number(allowed(row.rule, a)) - Number(allowed(row.rule, b)));
-      for (const role of order) {
-        const r = await rest.call(row.method, row.path.replace('{role}', role), {
-          ...row.options,
-          token: await daemon.token(role),
-        });
-        outcomes[role] = r.status;
-        expected[role] = allowed(row.rule, role) ? 'allowed' : 'denied 403';
-        actual[role] = r.status === 403 ? 'denied 403' : r.status === 401 ? 'denied 401' : 'allowed';
-        if (r.status === 403)
-          expect(r.json<{ error: string }>().error).toMatch(/forbidden|principal_tombstoned/);
-        if (row.method === 'DELETE' && actual[role] === 'allowed') break;
-      }
-      for (const role of Object.keys(actual))
-        expect({ role, outcome: actual[role] }).toEqual({ role, outcome: expected[role] });
-      const anonymous = await rest.call(
-        row.method,
-        row.path.replace('{role}', 'anonymous'),
-        row.options ?? {},
-      );
-      if (row.rule === 'public') expect(anonymous.status).not.toBe(401);
-      else {
-        expect(anonymous.status).toBe(401);
-        expect(anonymous.headers['www-authenticate']).toMatch(
-          /^Bearer realm="svc", resource_metadata="https:\/\/127\.0\.0\.1:\d+\/\.well-known\/oauth-protected-resource"$/,
-        );
-        expect(anonymous.json<{ error: string }>().error).toBe('unauthorized');
-      }
-    });
+    for (const transport of ['rest', 'tcp'] as const) {
+      it(`${row.method} ${row.path} over ${transport}`, async () => {
+        const rule = transport === 'tcp' ? (row.tcpRule ?? row.rule) : row.rule;
+        const path = (role: string): string =>
+          row.path.replace('{role}', role).replace('{transport}', transport);
+        const expected: Record<string, string> = {};
+        const actual: Record<string, string> = {};
+        // Deleting rows: let the denied roles try first, the allowed ones after.
+        const order = [...ROLES].sort((a, b) => Number(allowed(rule, a)) - Number(allowed(rule, b)));
+        for (const role of order) {
+          const client = await clientFor(transport, role);
+          const r = await client.call(row.method, path(role), {
+            ...row.options,
+            token: await daemon.token(role),
+          });
+          expected[role] = allowed(rule, role) ? 'allowed' : 'denied 403';
+          actual[role] = r.status === 403 ? 'denied 403' : r.status === 401 ? 'denied 401' : 'allowed';
+          if (r.status === 403)
+            expect(r.json<{ error: string }>().error).toMatch(/forbidden|principal_tombstoned/);
+          if (
+            row.method === 'DELETE' &&
+            row.path.startsWith('/svc/app/dev-del') &&
+            actual[role] === 'allowed'
+          )
+            break;
+        }
+        for (const role of Object.keys(actual))
+          expect({ role, outcome: actual[role] }).toEqual({ role, outcome: expected[role] });
+        if (transport === 'tcp') return; // an unauthenticated TCP connection is covered in same-over-transports
+        const anonymous = await daemon.rest().call(row.method, path('anonymous'), row.options ?? {});
+        if (rule === 'public' || rule === 'process-key') expect(anonymous.status).not.toBe(401);
+        else {
+          expect(anonymous.status).toBe(401);
+          expect(anonymous.headers['www-authenticate']).toMatch(
+            /^Bearer realm="svc", resource_metadata="https:\/\/127\.0\.0\.1:\d+\/\.well-known\/oauth-protected-resource"$/,
+          );
+          expect(anonymous.json<{ error: string }>().error).toBe('unauthorized');
+        }
+      });
+    }
   }
 });
