@@ -19,6 +19,7 @@ import { createOidcTokenVerifier } from './auth/token-verifier.ts';
 import type { DaemonConfig } from './config/config.ts';
 import { HostConfigStore } from './config/host-config-store.ts';
 import { PortsFile } from './config/ports-file.ts';
+import { EventHub } from './events/event-hub.ts';
 import { createLogger, type Logger } from './log/logger.ts';
 import { loadOrCreateMasterKey } from './model/secret-crypter.ts';
 import { createSupervisor } from './supervisor/supervisor.ts';
@@ -143,6 +144,11 @@ export async function startDaemon(
     processKeySecret: await loadProcessKeySecret(join(work, 'auth', 'process-key.secret')),
   });
 
+  const events = new EventHub({
+    supervisor,
+    outputDir: join(work, 'stdout'),
+    logger: logger.child({ component: 'events' }),
+  });
   const tasks = new TaskQueues();
   const unlinkTasks = linkTasksToSupervisor(tasks, supervisor);
 
@@ -152,6 +158,7 @@ export async function startDaemon(
     supervisor,
     tasks,
     verifyProcessKey: (name, key) => supervisor.verifyProcessKey(name, key),
+    events,
     policy,
     logger,
     restBaseUrl: () => restBaseUrl,
@@ -184,6 +191,7 @@ export async function startDaemon(
         ]);
         for (const socket of sockets) socket.destroy();
         await closed;
+        events.close();
         await supervisor.detach();
         await logger.close();
       })();

@@ -36,7 +36,11 @@ function isAdmin(principal: Principal): boolean {
   return principal.roles.includes('svc-admin');
 }
 
-function may(principal: Principal, permission: 'app-output-view', access: { owner: string | undefined; shared: readonly string[] }): boolean {
+function may(
+  principal: Principal,
+  permission: 'app-output-view',
+  access: { owner: string | undefined; shared: readonly string[] },
+): boolean {
   try {
     authorizeApp(principal, permission, access);
     return true;
@@ -112,7 +116,10 @@ export class EventHub {
     }
     if (!outputAllowed && events.has('STDOUT')) {
       if (!selection.all)
-        throw new SvcError('forbidden', `STDOUT events of ${app === ALL_APPS ? 'applications' : app} need app-output-view`);
+        throw new SvcError(
+          'forbidden',
+          `STDOUT events of ${app === ALL_APPS ? 'applications' : app} need app-output-view`,
+        );
       events.delete('STDOUT');
     }
     const id = randomUUID();
@@ -151,7 +158,10 @@ export class EventHub {
   unsubscribe(id: string, principalId: string, app?: string): Subscription {
     const subscription = this.#registry.get(id);
     if (subscription === undefined || (app !== undefined && subscription.app !== app))
-      throw new SvcError('not_found', `no subscription ${id.slice(0, 64)}${app === undefined ? '' : ` of ${app}`}`);
+      throw new SvcError(
+        'not_found',
+        `no subscription ${id.slice(0, 64)}${app === undefined ? '' : ` of ${app}`}`,
+      );
     if (subscription.principal.id !== principalId)
       throw new SvcError('forbidden', 'only the principal that created a subscription may remove it');
     this.#remove(subscription);

@@ -62,7 +62,11 @@ describe.each([['tcp'], ['wss']] as const)('over %s', (kind) => {
     expect(types[0]).toBe('START');
     expect(types.at(-1)).toBe('EXIT');
     expect(types.at(-2)).toBe('STDOUT');
-    expect(events.at(-2)!.data).toMatchObject({ finished: true, output: '', position: Buffer.byteLength(text) });
+    expect(events.at(-2)!.data).toMatchObject({
+      finished: true,
+      output: '',
+      position: Buffer.byteLength(text),
+    });
     expect(types.slice(1, -2).every((t) => t === 'STDOUT')).toBe(true);
     expect(stdoutText(events)).toBe(text);
     // One process (a failing exit restarts the app, so the answer may already name the next one).
@@ -100,7 +104,10 @@ describe('STDOUT content', () => {
       const r = ok(
         await client.call('GET', '/svc/app/utf8/output', {
           token: admin,
-          query: { stdout_position: String(c.data['position']), stdout_maxsize: String(Buffer.byteLength(output)) },
+          query: {
+            stdout_position: String(c.data['position']),
+            stdout_maxsize: String(Buffer.byteLength(output)),
+          },
         }),
       );
       expect(r.text()).toBe(output);
@@ -114,7 +121,12 @@ describe('STDOUT content', () => {
     const sub = await subscribe(client, admin, undefined, 'STDOUT');
     const names = ['wild-a', 'wild-b', 'wild-c'];
     for (const name of names)
-      ok(await client.call('PUT', `/svc/app/${name}`, { token: admin, body: { command: `echo ${name}; echo done`, shell: true } }));
+      ok(
+        await client.call('PUT', `/svc/app/${name}`, {
+          token: admin,
+          body: { command: `echo ${name}; echo done`, shell: true },
+        }),
+      );
     const events = await waitEvents(
       client,
       sub.subscription_id,
@@ -122,7 +134,8 @@ describe('STDOUT content', () => {
       'the finished STDOUT of every app',
     );
     expectGapless(events);
-    for (const name of names) expect(stdoutText(events.filter((e) => e.app_name === name))).toBe(`${name}\ndone\n`);
+    for (const name of names)
+      expect(stdoutText(events.filter((e) => e.app_name === name))).toBe(`${name}\ndone\n`);
     for (const name of names) ok(await client.call('DELETE', `/svc/app/${name}`, { token: admin }));
     await client.close();
   });
@@ -137,11 +150,18 @@ describe('STDOUT content', () => {
     );
     await waitFor(
       async () =>
-        ok(await client.call('GET', '/svc/app/late/output', { token: admin })).text().includes('before') || undefined,
+        ok(await client.call('GET', '/svc/app/late/output', { token: admin }))
+          .text()
+          .includes('before') || undefined,
       { what: 'the first line' },
     );
     const sub = await subscribe(client, admin, 'late', 'STDOUT');
-    const events = await waitEvents(client, sub.subscription_id, (e) => stdoutText(e).includes('after'), 'after');
+    const events = await waitEvents(
+      client,
+      sub.subscription_id,
+      (e) => stdoutText(e).includes('after'),
+      'after',
+    );
     expect(stdoutText(events)).toBe('after\n');
     expect(events[0]!.data['position']).toBe('before\n'.length);
     ok(await client.call('DELETE', '/svc/app/late', { token: admin }));
@@ -167,7 +187,8 @@ describe('back-pressure', () => {
     );
     const answer = await stalled.call('POST', '/svc/app/flood/subscribe', developer, { events: 'STDOUT' });
     expect(answer.http_status).toBe(200);
-    const stalledId = (JSON.parse(Buffer.from(answer.body).toString()) as { subscription_id: string }).subscription_id;
+    const stalledId = (JSON.parse(Buffer.from(answer.body).toString()) as { subscription_id: string })
+      .subscription_id;
     stalled.stall();
     ok(await other.call('PUT', '/svc/app/beat', { token: admin, body: { command: 'sleep 600' } }));
     const beat = await subscribe(other, admin, 'beat', 'STATUS');
@@ -183,7 +204,10 @@ describe('back-pressure', () => {
     // it exists, another principal's DELETE is 403 (not the owner); then it is 404.
     await waitFor(
       async () => {
-        const r = await other.call('DELETE', '/svc/subscribe', { token: admin, query: { subscription_id: stalledId } });
+        const r = await other.call('DELETE', '/svc/subscribe', {
+          token: admin,
+          query: { subscription_id: stalledId },
+        });
         if (r.status === 403) return undefined;
         expect(r.status).toBe(404);
         return true;
@@ -222,7 +246,12 @@ describe('daemon restart', () => {
     const app = ok(await again.call('GET', '/svc/app/survivor', { token: admin })).json<{ state: string }>();
     expect(app.state).toBe('running');
     const sub = await subscribe(again, admin, 'survivor', 'STDOUT');
-    const events = await waitEvents(again, sub.subscription_id, (e) => e.length >= 3, 'three ticks after the restart');
+    const events = await waitEvents(
+      again,
+      sub.subscription_id,
+      (e) => e.length >= 3,
+      'three ticks after the restart',
+    );
     expectGapless(events);
     const text = stdoutText(events);
     expect(text).toMatch(/^(tick \d+\n)+/);
@@ -231,7 +260,10 @@ describe('daemon restart', () => {
     const r = ok(
       await again.call('GET', '/svc/app/survivor/output', {
         token: admin,
-        query: { stdout_position: String(first['position']), stdout_maxsize: String(Buffer.byteLength(first['output'] as string)) },
+        query: {
+          stdout_position: String(first['position']),
+          stdout_maxsize: String(Buffer.byteLength(first['output'] as string)),
+        },
       }),
     );
     expect(r.text()).toBe(first['output']);

@@ -8,7 +8,7 @@ import { eventsOf, expectGapless, ok, stdoutText, subscribe, waitEvents } from '
 
 let daemon: TestDaemon;
 let admin: string;
-const FUTURE = new Date(Date.now() + 365 * 24 * 3600 * 1000).toISOString().replace(/\.\d+Z$/, "Z"); // enabled, but not started before this instant
+const FUTURE = new Date(Date.now() + 365 * 24 * 3600 * 1000).toISOString().replace(/\.\d+Z$/, 'Z'); // enabled, but not started before this instant
 
 beforeAll(async () => {
   daemon = await startTestDaemon();
@@ -35,7 +35,8 @@ describe.each(transports)('over %s', (kind) => {
   it('subscribes and pushes STATUS events as Response messages with the spec headers', async () => {
     const client = await connect(kind);
     const sub = await subscribe(client, admin, 'idle', 'STATUS');
-    expect(sub).toEqual({ subscription_id: expect.any(String), app_name: 'idle', events: ['STATUS'] });
+    expect(sub.subscription_id).toMatch(/^[0-9a-f-]{36}$/);
+    expect(sub).toMatchObject({ app_name: 'idle', events: ['STATUS'] });
     ok(await client.call('POST', '/svc/app/idle/disable', { token: admin }));
     ok(await client.call('POST', '/svc/app/idle/enable', { token: admin }));
     const events = await waitEvents(client, sub.subscription_id, (e) => e.length >= 2, 'two STATUS events');
@@ -45,7 +46,11 @@ describe.each(transports)('over %s', (kind) => {
     ]);
     expectGapless(events);
     for (const e of events) {
-      expect(e).toMatchObject({ event_type: 'STATUS', app_name: 'idle', subscription_id: sub.subscription_id });
+      expect(e).toMatchObject({
+        event_type: 'STATUS',
+        app_name: 'idle',
+        subscription_id: sub.subscription_id,
+      });
       expect(Math.abs(e.timestamp - Date.now())).toBeLessThan(60_000); // epoch milliseconds
     }
     const pushes = client.pushes.filter((p) => p.request_uri === EVENT_REQUEST_URI);
@@ -66,7 +71,7 @@ describe.each(transports)('over %s', (kind) => {
   it('needs app-view-all for all applications; answers app_name "*" and the events in spec order', async () => {
     const client = await connect(kind);
     const sub = await subscribe(client, admin, undefined, 'exit, status,START');
-    expect(sub).toEqual({ subscription_id: expect.any(String), app_name: '*', events: ['START', 'EXIT', 'STATUS'] });
+    expect(sub).toMatchObject({ app_name: '*', events: ['START', 'EXIT', 'STATUS'] });
     const all = await subscribe(client, admin, 'sleeper', '');
     expect(all.events).toEqual(['START', 'EXIT', 'STDOUT', 'HEALTH', 'STATUS', 'REMOVED']);
     expect((await subscribe(client, admin, 'sleeper', 'ALL')).events).toEqual(all.events);
@@ -75,7 +80,10 @@ describe.each(transports)('over %s', (kind) => {
 
   it('refuses an unknown event name (400 invalid_query), an unknown app (404), a missing id (400)', async () => {
     const client = await connect(kind);
-    const bad = await client.call('POST', '/svc/app/sleeper/subscribe', { token: admin, query: { events: 'START,BOOT' } });
+    const bad = await client.call('POST', '/svc/app/sleeper/subscribe', {
+      token: admin,
+      query: { events: 'START,BOOT' },
+    });
     expect(bad.status).toBe(400);
     expect(bad.json()).toMatchObject({ error: 'invalid_query' });
     expect(bad.json<{ message: string }>().message).toContain('BOOT');
@@ -138,7 +146,10 @@ describe.each(transports)('over %s', (kind) => {
     await client.close();
     const other = await connect(kind);
     for (const id of [sub.subscription_id, wildcard.subscription_id]) {
-      const gone = await other.call('DELETE', '/svc/subscribe', { token: admin, query: { subscription_id: id } });
+      const gone = await other.call('DELETE', '/svc/subscribe', {
+        token: admin,
+        query: { subscription_id: id },
+      });
       expect(gone.status, gone.text()).toBe(404);
     }
     await other.close();
@@ -196,7 +207,8 @@ describe('emission', () => {
     expectGapless(events);
     expect(events[0]!.data).toEqual({ pid: app.pid, process_uuid: app.process_uuid });
     expect(events[1]!.data).toEqual({ enabled: false, previous_enabled: true });
-    expect(events[2]!.data).toMatchObject({ pid: app.pid, exit_code: expect.any(Number) });
+    expect(events[2]!.data).toMatchObject({ pid: app.pid });
+    expect(typeof events[2]!.data['exit_code']).toBe('number');
     expect(events[2]!.data).toHaveProperty('last_error');
     expect(events[3]!.data).toEqual({});
     // The per-app subscription was purged with the app; the wildcard one stays.
@@ -205,7 +217,12 @@ describe('emission', () => {
       query: { subscription_id: app.subscription_id },
     });
     expect(gone.status).toBe(404);
-    const wild = await waitEvents(client, wildcard.subscription_id, (e) => e.length >= 2, 'wildcard EXIT, REMOVED');
+    const wild = await waitEvents(
+      client,
+      wildcard.subscription_id,
+      (e) => e.length >= 2,
+      'wildcard EXIT, REMOVED',
+    );
     expect(wild.map((e) => `${e.event_type}:${e.app_name}`)).toEqual(['EXIT:lifecycle', 'REMOVED:lifecycle']);
     // A new app of the same name does not reach the purged subscription.
     ok(await client.call('PUT', '/svc/app/lifecycle', { token: admin, body: { command: 'sleep 600' } }));
@@ -225,7 +242,12 @@ describe('emission', () => {
     const sub = await subscribe(client, admin, undefined, 'STATUS,STDOUT,EXIT');
     const apps = Array.from({ length: 20 }, (_, i) => `toggle-${i}`);
     for (const name of apps)
-      ok(await client.call('PUT', `/svc/app/${name}`, { token: admin, body: { command: 'true', start_time: FUTURE } }));
+      ok(
+        await client.call('PUT', `/svc/app/${name}`, {
+          token: admin,
+          body: { command: 'true', start_time: FUTURE },
+        }),
+      );
     const lines = 14_000;
     const script = `const s=new Int32Array(new SharedArrayBuffer(4));for(let i=0;i<${lines};i++){require('fs').writeSync(1,'line '+i+'\\n');Atomics.wait(s,0,0,0.2)}`;
     ok(
@@ -234,7 +256,12 @@ describe('emission', () => {
         body: { command: `'${process.execPath}' -e "${script}"`, shell: true },
       }),
     );
-    await waitEvents(client, sub.subscription_id, (e) => e.some((x) => x.event_type === 'EXIT'), "the printer's EXIT");
+    await waitEvents(
+      client,
+      sub.subscription_id,
+      (e) => e.some((x) => x.event_type === 'EXIT'),
+      "the printer's EXIT",
+    );
     const target = 10_000;
     const toggled = new Map(apps.map((name) => [name, 0]));
     let count = eventsOf(client, sub.subscription_id).length;
@@ -244,7 +271,11 @@ describe('emission', () => {
         apps.slice(0, batch).map(async (name) => {
           const i = toggled.get(name)!;
           toggled.set(name, i + 1);
-          ok(await client.call('POST', `/svc/app/${name}/${i % 2 === 0 ? 'disable' : 'enable'}`, { token: admin }));
+          ok(
+            await client.call('POST', `/svc/app/${name}/${i % 2 === 0 ? 'disable' : 'enable'}`, {
+              token: admin,
+            }),
+          );
         }),
       );
       count += batch;
@@ -269,7 +300,11 @@ describe('emission', () => {
     const expectedText = Array.from({ length: lines }, (_, i) => `line ${i}\n`).join('');
     expect(stdoutText(printed)).toBe(expectedText);
     expect(printed.at(-1)!.event_type).toBe('EXIT');
-    expect(printed.at(-2)!.data).toMatchObject({ finished: true, output: '', position: Buffer.byteLength(expectedText) });
+    expect(printed.at(-2)!.data).toMatchObject({
+      finished: true,
+      output: '',
+      position: Buffer.byteLength(expectedText),
+    });
     console.log(`10,000-event test: ${printed.length - 2} STDOUT chunks, ${statusCount} STATUS events`);
     await client.close();
   });

@@ -2,9 +2,11 @@
 import { SvcError, type Permission } from '@svc/protocol';
 import type { Principal } from '../../auth/principal.ts';
 import { authorizeApp } from '../../auth/authorizer.ts';
+import { parseEventList } from '../../events/event-names.ts';
 import { json, parseJsonBody, text } from '../responses.ts';
 import type { Services } from '../services.ts';
 import type { Operation, OperationContext } from '../types.ts';
+import { persistentConnection, subscriptionBody } from './events.ts';
 import { optionalDurationMs, optionalInteger } from './query.ts';
 
 type Ctx = OperationContext<Services>;
@@ -80,10 +82,18 @@ export const appOperations: Operation<Services>[] = [
     summary: 'Register or replace an application',
     jsonBody: true,
     query: [
-      { name: 'subscribe_events', description: 'comma-separated event names to subscribe to atomically' },
+      {
+        name: 'subscribe_events',
+        description:
+          'comma-separated event names (empty = all) to subscribe this TCP/WSS connection to, atomically with the registration (405 over plain HTTP); the answer adds subscription_id',
+      },
     ],
     async handle(context) {
       const name = context.params['name']!;
+      const subscribeQuery = context.request.query['subscribe_events'];
+      const connection = subscribeQuery === undefined ? undefined : persistentConnection(context.request);
+      const selection =
+        subscribeQuery === undefined ? undefined : parseEventList(subscribeQuery, 'subscribe_events');
       const body = parseJsonBody(context.request.body);
       if (typeof body !== 'object' || body === null || Array.isArray(body))
         throw new SvcError('invalid_app', 'the application definition must be a JSON object');
@@ -100,8 +110,22 @@ export const appOperations: Operation<Services>[] = [
         authorizeApp(context.principal!, 'app-reg', { owner: existing.owner, shared: existing.shared });
         owner = existing.owner ?? owner;
       }
-      const app = await context.services.supervisor.register({ ...definition, name }, owner);
-      return json(app);
+      if (connection === undefined || selection === undefined) {
+        return json(await context.services.supervisor.register({ ...definition, name }, owner));
+      }
+      // Atomic registration + subscription: the subscription exists before the process can start,
+      // so even a process that exits in microseconds has its START, STDOUT and EXIT delivered.
+      const principal = context.principal!;
+      authorizeApp(principal, 'app-subscribe', { owner, shared: existing?.shared ?? [] });
+      const subscription = context.services.events.subscribe(connection, principal, name, selection);
+      let app;
+      try {
+        app = await context.services.supervisor.register({ ...definition, name }, owner);
+      } catch (error) {
+        context.services.events.discard(subscription);
+        throw error;
+      }
+      return json({ ...app, subscription_id: subscriptionBody(subscription).subscription_id });
     },
   },
   {

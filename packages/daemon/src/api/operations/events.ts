@@ -42,7 +42,7 @@ export function subscriptionBody(subscription: Subscription): {
   };
 }
 
-function unsubscribe(context: Ctx, app: string | undefined) {
+function unsubscribe(context: Ctx, app: string | undefined): ReturnType<typeof json> {
   persistentConnection(context.request);
   const id = context.request.query['subscription_id'];
   if (id === undefined || id === '') throw new SvcError('invalid_query', 'subscription_id is required');
@@ -65,7 +65,9 @@ export const eventOperations: Operation<Services>[] = [
       const access = appAccess(context, name);
       const principal = context.principal!;
       authorizeApp(principal, 'app-subscribe', { owner: access.owner, shared: access.shared });
-      return json(subscriptionBody(context.services.events.subscribe(connection, principal, name, selection)));
+      return json(
+        subscriptionBody(context.services.events.subscribe(connection, principal, name, selection)),
+      );
     },
   },
   {
@@ -76,7 +78,7 @@ export const eventOperations: Operation<Services>[] = [
     summary: 'Remove a subscription to this application (its owner only)',
     query: [{ name: 'subscription_id', description: 'the subscription to remove', required: true }],
     async handle(context) {
-      return unsubscribe(context, context.params['name']!);
+      return unsubscribe(context, context.params['name']);
     },
   },
   {
@@ -93,7 +95,9 @@ export const eventOperations: Operation<Services>[] = [
       const principal = context.principal!;
       if (!principal.permissions.has('app-view-all'))
         throw new SvcError('forbidden', 'permission app-view-all required to subscribe to all applications');
-      return json(subscriptionBody(context.services.events.subscribe(connection, principal, ALL_APPS, selection)));
+      return json(
+        subscriptionBody(context.services.events.subscribe(connection, principal, ALL_APPS, selection)),
+      );
     },
   },
   {
