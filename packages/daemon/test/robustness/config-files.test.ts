@@ -7,13 +7,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startTestDaemon, type TestDaemon } from '@svc/testkit';
-import { getApp, killGroup, ok, serverLog, waitRunning } from './helpers.ts';
+import { closeDaemons, getApp, killGroup, ok, serverLog, waitRunning } from './helpers.ts';
 
 let homes: string[] = [];
 let daemons: TestDaemon[] = [];
 let orphans: number[] = [];
 afterEach(async () => {
-  for (const daemon of daemons.reverse()) await daemon.close();
+  await closeDaemons(daemons);
   for (const pgid of orphans) killGroup(pgid);
   for (const home of homes) await rm(home, { recursive: true, force: true });
   homes = [];

@@ -131,15 +131,15 @@ describe('slow clients: limits.request_timeout_ms = 1000', () => {
     );
     const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
     try {
-      // Large responses (the OpenAPI document), so the server's output fills up: ~50 MB unread.
+      // A role table per response: megabytes left unread, more than the socket buffers hold.
       const frames = Array.from({ length: 2000 }, (_, i) =>
         encodeFrame(
           encodeRequest({
             uuid: `pipelined-${i}`,
-            request_uri: '/openapi.json',
+            request_uri: '/svc/roles',
             http_method: 'GET',
             client_addr: '',
-            headers: {},
+            headers: { authorization: `Bearer ${token}` },
             query: {},
             body: new Uint8Array(),
           }),

@@ -131,3 +131,24 @@ export async function readOutputUntil(
       throw new Error(`timed out reading output of ${name}; got ${JSON.stringify(text)}`);
   }
 }
+
+/**
+ * Close daemons newest first (the first one owns the temp home), then SIGKILL the process group of
+ * every app they listed just before closing: the testkit's own clean-up relies on work/.snapshot,
+ * and a test must not leave a process behind even if the daemon never recorded it.
+ */
+export async function closeDaemons(daemons: TestDaemon[]): Promise<void> {
+  const pids = new Set<number>();
+  for (const daemon of daemons) {
+    try {
+      const token = await daemon.token('admin');
+      const r = await daemon.rest().call('GET', '/svc/applications', { token });
+      if (r.status === 200)
+        for (const app of r.json<AppView[]>()) if (app.pid !== undefined) pids.add(app.pid);
+    } catch {
+      // that daemon is not running any more
+    }
+  }
+  for (const daemon of [...daemons].reverse()) await daemon.close();
+  for (const pid of pids) killGroup(pid);
+}

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startTestDaemon, type TestDaemon } from '@svc/testkit';
 import {
+  closeDaemons,
   getApp,
   killGroup,
   ok,
@@ -25,8 +26,7 @@ const COUNTER = 'i=0; while :; do i=$((i+1)); echo "$i"; sleep 0.02; done';
 let daemons: TestDaemon[] = [];
 let orphans: number[] = [];
 afterEach(async () => {
-  // Newest first: the first daemon owns the temp home and removes it.
-  for (const daemon of daemons.reverse()) await daemon.close();
+  await closeDaemons(daemons);
   for (const pgid of orphans) killGroup(pgid);
   daemons = [];
   orphans = [];

@@ -8,11 +8,19 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startTestDaemon, type TestDaemon } from '@svc/testkit';
-import { ok, readOutputUntil, serverLog, waitFor, waitRunning, type AppView } from './helpers.ts';
+import {
+  closeDaemons,
+  ok,
+  readOutputUntil,
+  serverLog,
+  waitFor,
+  waitRunning,
+  type AppView,
+} from './helpers.ts';
 
 let daemons: TestDaemon[] = [];
 afterEach(async () => {
-  for (const daemon of daemons.reverse()) await daemon.close();
+  await closeDaemons(daemons);
   daemons = [];
 });
 
