@@ -200,7 +200,8 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
     }
   };
 
-  const removeNow = async (app: AppLifecycle): Promise<void> => {
+  /** `deleteFile` false: undo of a registration whose write failed (the file is as it was). */
+  const removeNow = async (app: AppLifecycle, deleteFile = true): Promise<void> => {
     if (app.state === 'removed') return;
     await app.stop('remove');
     // REMOVED first, then the purge (subscriptions of the app are dropped on this event).
@@ -213,7 +214,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
     cpuSamples.delete(app.name);
     adopted.delete(app);
     output.remove(app.name);
-    if (!app.def.system) await store.delete(app.name);
+    if (!app.def.system && deleteFile) await store.delete(app.name);
     snapshot.schedule();
   };
 
@@ -487,7 +488,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
           try {
             await saved;
           } catch (error) {
-            await removeNow(app);
+            await removeNow(app, false);
             throw error;
           }
           return view(app, false);

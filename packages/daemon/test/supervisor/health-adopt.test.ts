@@ -1,7 +1,7 @@
 // Integration tests with real processes: health_check_cmd and liveness health, adoption of a
 // running process by `pid`, and the process-group memory/cpu of the app view.
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { readProcStat } from '../../src/supervisor/proc-stats.ts';
@@ -282,5 +282,46 @@ describe('process group usage in the app view', () => {
     // The answer of a mutation does not read /proc.
     const disabled = await f.sup.disable('fam');
     expect(disabled['memory']).toBeUndefined();
+  });
+});
+
+describe('a definition write that fails undoes the start', () => {
+  // <name>.yaml made a non-empty directory: the rename of the written temp file over it fails.
+  const blockFile = (name: string): void => {
+    const path = join(f.dir, 'work/apps', `${name}.yaml`);
+    rmSync(path, { force: true });
+    mkdirSync(path, { recursive: true });
+    writeFileSync(join(path, 'x'), '');
+  };
+
+  it('new app: started, then stopped and removed; the caller gets the error', async () => {
+    f = await fixture();
+    await f.sup.register({ name: 'first', command: 'true', behavior: { exit: 'standby' } }, 'a');
+    blockFile('lost');
+    await expect(f.sup.register({ name: 'lost', command: 'sleep 60' }, 'a')).rejects.toMatchObject({
+      code: 'EISDIR',
+    });
+    expect(f.sup.get('lost')).toBeUndefined();
+    expect(existsSync(join(f.dir, 'work/apps/lost.yaml/x'))).toBe(true); // what was there stays
+    const types = eventsOf(f, 'lost').map((e) => e.type);
+    expect(types).toEqual(['START', 'EXIT', 'REMOVED']);
+    const pid = (eventsOf(f, 'lost', 'START')[0] as { pid: number }).pid;
+    await waitFor(() => !alive(pid), { what: 'process of the unsaved app gone' });
+  });
+
+  it('replace and disable: the previous (stored) definition is the app again', async () => {
+    f = await fixture();
+    await f.sup.register({ name: 'keep', command: 'sleep 60' }, 'a');
+    blockFile('keep');
+    await expect(f.sup.register({ name: 'keep', command: 'sleep 61' }, 'a')).rejects.toThrow();
+    expect(f.sup.get('keep')?.['command']).toBe('sleep 60');
+    expect(f.sup.get('keep')?.['state']).toBe('running');
+    await expect(f.sup.disable('keep')).rejects.toThrow();
+    expect(f.sup.get('keep')?.['status']).toBe(1);
+    expect(f.sup.get('keep')?.['state']).toBe('running');
+    expect(eventsOf(f, 'keep', 'STATUS').map((e) => (e as { enabled: boolean }).enabled)).toEqual([
+      false,
+      true,
+    ]);
   });
 });
