@@ -168,7 +168,7 @@ export class AppStore {
 
   #dir$: Promise<FileHandle> | undefined;
   readonly #temps: { path: string; handle: FileHandle }[] = [];
-  #refilling = false;
+  #refilling: Promise<void> | undefined;
   /** Pool refills stop once closed; a later save still works (fresh temp files). */
   #closed = false;
 
@@ -202,21 +202,34 @@ export class AppStore {
     return { path, handle };
   }
 
-  async #refill(): Promise<void> {
-    if (this.#refilling || this.#closed) return;
-    this.#refilling = true;
-    try {
-      while (this.#temps.length < TEMP_POOL_SIZE && !this.#closed) this.#temps.push(await this.#createTemp());
-    } catch {
-      // Saves fall back to creating their temp file.
-    } finally {
-      this.#refilling = false;
-    }
+  #refill(): Promise<void> {
+    if (this.#refilling !== undefined) return this.#refilling;
+    // (The loop below always awaits at least once, so `finally` never runs before the assignment.)
+    if (this.#closed || this.#temps.length >= TEMP_POOL_SIZE) return Promise.resolve();
+    this.#refilling = (async () => {
+      try {
+        while (this.#temps.length < TEMP_POOL_SIZE && !this.#closed) {
+          const temp = await this.#createTemp();
+          if (this.#closed) {
+            await temp.handle.close();
+            await rm(temp.path, { force: true });
+          } else {
+            this.#temps.push(temp);
+          }
+        }
+      } catch {
+        // Saves fall back to creating their temp file.
+      } finally {
+        this.#refilling = undefined;
+      }
+    })();
+    return this.#refilling;
   }
 
   /** Close the kept handles and delete pooled temp files (shutdown); a later save reopens. */
   async close(): Promise<void> {
     this.#closed = true;
+    await this.#refilling;
     const handle = this.#dir$;
     this.#dir$ = undefined;
     if (handle !== undefined) await (await handle.catch(() => undefined))?.close();

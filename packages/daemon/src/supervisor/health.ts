@@ -1,8 +1,9 @@
 // health_check_cmd: run through /bin/sh -c every `intervalMs` while the app's process runs, with a
-// timeout; exit 0 = healthy (0), anything else (including the timeout) = unhealthy (1).
+// timeout; exit 0 = healthy (0), anything else (including the timeout) = unhealthy (1). Each check
+// runs in its own process group, killed as a whole at the timeout (and after the check exits).
 // One shared timer for all tracked apps (not one per app); a check still running when the next
 // tick comes is not started twice. Apps without a command use liveness (lifecycle.ts).
-import { execFile } from 'node:child_process';
+import { spawn } from 'node:child_process';
 
 export interface HealthTarget {
   readonly name: string;
@@ -17,23 +18,47 @@ export function runHealthCommand(
   options: { cwd: string | undefined; env: Record<string, string>; timeoutMs: number },
 ): Promise<0 | 1> {
   return new Promise((resolve) => {
+    let settled = false;
+    const finish = (health: 0 | 1): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      resolve(health);
+    };
+    let child: ReturnType<typeof spawn>;
     try {
-      const child = execFile(
-        '/bin/sh',
-        ['-c', command],
-        {
-          cwd: options.cwd,
-          env: options.env,
-          timeout: options.timeoutMs,
-          killSignal: 'SIGKILL',
-          maxBuffer: 64 * 1024,
-        },
-        (error) => resolve(error === null ? 0 : 1),
-      );
-      child.stdin?.end();
+      // Its own process group, so that the timeout kills everything the command started (a
+      // `sleep` under `sh -c` would otherwise outlive the shell and pile up).
+      child = spawn('/bin/sh', ['-c', command], {
+        cwd: options.cwd,
+        env: options.env,
+        detached: true,
+        stdio: 'ignore',
+      });
     } catch {
       resolve(1);
+      return;
     }
+    const timer = setTimeout(() => {
+      try {
+        if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+      finish(1);
+    }, options.timeoutMs);
+    timer.unref();
+    child.on('error', () => finish(1));
+    child.on('exit', (code) => {
+      finish(code === 0 ? 0 : 1);
+      // Leftovers of a command that exited but left children in its group.
+      try {
+        if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        // none
+      }
+    });
+    child.unref();
   });
 }
 

@@ -7,6 +7,7 @@
 //
 // Re-attachment rule: a process is adopted only when /proc/<pid>/stat exists AND its start time
 // (field 22, clock ticks since boot) equals the recorded one; a reused pid never matches.
+import { randomBytes } from 'node:crypto';
 import { readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
 import type { Logger } from '../log/logger.ts';
@@ -79,7 +80,7 @@ export const SNAPSHOT_MIN_INTERVAL_MS = 50;
  * durability is not worth an fsync competing with the fsync of acknowledged definitions.
  */
 async function writeSnapshotFile(file: string, data: string): Promise<void> {
-  const temp = `${dirname(file)}/.tmp-${basename(file)}.${process.pid}`;
+  const temp = `${dirname(file)}/.tmp-${basename(file)}.${randomBytes(6).toString('hex')}`;
   try {
     await writeFile(temp, data, { mode: 0o600 });
     await rename(temp, file);
