@@ -1,7 +1,8 @@
 // The lifecycle of one application: the only place that moves an app between states.
 //
 //                        register / enable / load              register with `pid` (adoptExternal),
-//                                 │                            load with a live snapshot entry (adopt)
+//                                 │                            load with a live snapshot entry (adopt),
+//                                 │                            load: orphan found in /proc (adoptOrphan)
 //                                 ▼                                                   │ no spawn
 //    ┌──────────┐ disable  ┌─────────────┐  due & in window   ┌──────────┐   spawned   ▼ ┌─────────┐
 //    │ disabled │◄─────────│  (decide)   │───────────────────►│ starting │─────────────►│ running │
@@ -143,6 +144,7 @@ export class AppLifecycle {
   /** When the current state's deadline falls (next start, backoff end, kill, removal...). */
   #dueAt: number | undefined;
   readonly #host: LifecycleHost;
+  #detached = false;
 
   constructor(def: AppDefinition, host: LifecycleHost) {
     this.def = def;
@@ -160,7 +162,7 @@ export class AppLifecycle {
 
   /** (Re)decide what to do now: start, schedule, or rest. Safe to call in any state. */
   decide(): void {
-    if (this.state === 'removed' || this.state === 'stopping') return;
+    if (this.state === 'removed' || this.state === 'stopping' || this.#detached) return;
     if (this.process !== undefined) {
       this.#arm();
       return;
@@ -250,6 +252,22 @@ export class AppLifecycle {
   }
 
   /**
+   * Take over a process of ours that the snapshot does not list (found by the supervisor's /proc scan
+   * at start-up, its process key verified). `startRecorded` false: the snapshot predates its start,
+   * so the start is recorded now (uuid, `starts`, launch time). No START: the daemon that spawned it
+   * published one. A start happens only when the app wants to run, hence `wantRun`.
+   */
+  adoptOrphan(process: RunningProcess, startRecorded: boolean): void {
+    if (!startRecorded) {
+      this.runtime.uuids = [process.processUuid, ...this.runtime.uuids].slice(0, KEPT_UUIDS);
+      this.runtime.starts++;
+      this.runtime.lastStartAt = process.startedAt;
+    }
+    this.wantRun = true;
+    this.adopt(process);
+  }
+
+  /**
    * Take over a running process that svc did not start (the definition's `pid`): a start without a
    * spawn. START is published with a fresh process uuid; its exit is found by the supervisor's poll.
    */
@@ -314,8 +332,12 @@ export class AppLifecycle {
     this.#dueAt = undefined;
   }
 
-  /** Stop timers without touching the process (daemon shutdown). */
+  /**
+   * Stop timers without touching the process (daemon shutdown). A detached lifecycle no longer
+   * acts: a later exit of its child is not recorded (the next daemon re-attaches and sees it).
+   */
   detach(): void {
+    this.#detached = true;
     this.#clearTimer();
   }
 
@@ -369,6 +391,7 @@ export class AppLifecycle {
 
   #recordExit(process: RunningProcess, exitCode: number | undefined, error: string | undefined): void {
     if (this.state === 'removed' && this.process === undefined) return;
+    if (this.#detached) return;
     const host = this.#host;
     const now = host.clock.now();
     if (this.process === process) this.process = undefined;

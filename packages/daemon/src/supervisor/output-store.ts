@@ -148,6 +148,25 @@ export class OutputStore {
     state.files = found;
   }
 
+  /**
+   * Restore the files of an app whose running process was found by the orphan scan (not listed in
+   * the snapshot). Its start rotated the files and created <name>.out for it, and no later start
+   * can have happened while it ran, so <name>.out is its file (it still writes there through its
+   * inherited fd: nothing is rotated now). `saved` = the snapshot's list when it has the app: when
+   * that list predates the start, every file moved up one index. Older files are marked exited
+   * (their processes cannot be running: one process per app at a time).
+   */
+  restoreForOrphan(app: string, processUuid: string, saved: readonly OutputFileInfo[] | undefined): void {
+    const current: OutputFileInfo = { processUuid, exited: false, exitCode: undefined };
+    if (saved !== undefined) {
+      this.restore(app, saved[0]?.processUuid === processUuid ? saved : [current, ...saved]);
+    } else {
+      this.restore(app, undefined);
+    }
+    const state = this.#state(app);
+    state.files = [current, ...state.files.slice(1).map((f) => (f.exited ? f : { ...f, exited: true }))];
+  }
+
   files(app: string): readonly OutputFileInfo[] {
     return this.#apps.get(app)?.files ?? [];
   }

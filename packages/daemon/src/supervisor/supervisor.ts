@@ -19,6 +19,8 @@ import { AppLifecycle } from './lifecycle.ts';
 import type { Clock, LifecycleHost, RunningProcess } from './lifecycle.ts';
 import { OutputStore } from './output-store.ts';
 import { CLOCK_TICKS, isSameProcess, readGroupUsage, readProcStat } from './proc-stats.ts';
+import { outputTargets, scanClaimingProcesses } from './orphans.ts';
+import type { ClaimingProcess } from './orphans.ts';
 import { createProcessRunner } from './process-runner.ts';
 import type { ProcessRunner } from './process-runner.ts';
 import { probeResourceLimiter } from './resource-limit.ts';
@@ -72,6 +74,7 @@ export interface Supervisor extends SupervisorApi {
 const DEFAULT_STOP_GRACE_MS = 5_000;
 const DEFAULT_HEALTH_INTERVAL_MS = 10_000;
 const DEFAULT_ADOPTED_POLL_MS = 250;
+const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 function realClock(now: () => number): Clock {
   return {
@@ -228,6 +231,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
     prepareSpawn(app, processUuid) {
       const env = envFor(app.def);
       env['SVC_PROCESS_KEY'] = keyOf(processUuid);
+      env['SVC_PROCESS_UUID'] = processUuid; // with the key: lets the orphan scan recognize it
       env['SVC_APPLICATION_NAME'] = app.name;
       env['SVC_LAUNCH_TIME'] = new Date(now()).toISOString();
       env['SVC_DAEMON_URL'] = options.daemonUrl;
@@ -400,6 +404,127 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
       );
   };
 
+  /** The process key `key` was derived from `uuid` by this installation's secret. */
+  const keyVerifies = (uuid: string, key: string): boolean =>
+    UUID_PATTERN.test(uuid) &&
+    /^[0-9a-f]{64}$/.test(key) &&
+    timingSafeEqual(Buffer.from(key, 'hex'), Buffer.from(keyOf(uuid), 'hex'));
+
+  /** SIGTERM to the group, SIGKILL after the grace unless it is gone (or its pid reused). */
+  const stopStray = (claim: ClaimingProcess, why: string): void => {
+    logger.warn(`stopping a duplicate process of ${claim.app} (deliberate stop): ${why}`, {
+      app: claim.app,
+      pid: claim.pid,
+      processUuid: claim.processUuid,
+    });
+    runner.killGroup(claim.pid, 'SIGTERM');
+    const timer = setTimeout(() => {
+      if (isSameProcess(claim.pid, claim.startTicks)) runner.killGroup(claim.pid, 'SIGKILL');
+    }, options.stopGraceMs ?? DEFAULT_STOP_GRACE_MS);
+    timer.unref();
+  };
+
+  /**
+   * Orphan recovery, at start-up, after the snapshot's re-attachments and before any app is started:
+   * a process whose start the snapshot lost (daemon crash within 50 ms of a spawn) is found in /proc
+   * by its environment and adopted like a snapshot entry, so no second process is started for its
+   * app. Only process-group leaders are considered (svc spawns each app detached in its own group);
+   * the key (HMAC of the uuid under this installation's secret) proves svc started it. Rules:
+   * - key does not verify: not ours (another installation, or forged): left alone (debug log);
+   * - app not registered (e.g. a registration whose write never completed, never acknowledged):
+   *   left alone, warn — no definition to supervise it with, and killing is not undoable;
+   * - uuid of an adopted process: a descendant that made itself a group leader: left alone;
+   * - uuid the snapshot knows as superseded or exited (an older generation): a self-detached
+   *   descendant of a process whose exit was recorded: left alone;
+   * - per uuid the oldest leader is the process svc spawned (descendants started later);
+   * - per app the newest claim is adopted, any other is stopped (SIGTERM to its group, SIGKILL
+   *   after the grace), logged; when the app already re-attached to its snapshot process, that
+   *   recorded process stays and every claim is stopped;
+   * - adopted for a disabled app (an enable whose write never became durable): stopped (disable).
+   */
+  function recoverOrphans(): void {
+    const taken = new Set<number>([daemonPid]);
+    const takenUuids = new Set<string>();
+    for (const app of apps.values()) {
+      if (app.process === undefined) continue;
+      taken.add(app.process.pid);
+      takenUuids.add(app.process.processUuid);
+    }
+    const scan = scanClaimingProcesses({ skip: (pid) => taken.has(pid) });
+    const byApp = new Map<string, Map<string, ClaimingProcess>>();
+    for (const claim of scan.claims) {
+      const fields = { app: claim.app, pid: claim.pid };
+      if (!keyVerifies(claim.processUuid, claim.processKey)) {
+        logger.debug('process claims an app but its key does not verify: left alone', fields);
+        continue;
+      }
+      if (takenUuids.has(claim.processUuid)) continue;
+      if (!apps.has(claim.app)) {
+        logger.warn('process started by svc for an app that is not registered: left alone', fields);
+        continue;
+      }
+      const saved = previous?.apps[claim.app];
+      const known = saved?.uuids?.indexOf(claim.processUuid) ?? -1;
+      const out0 = saved?.outputs?.[0];
+      if (known > 0 || (known === 0 && out0?.processUuid === claim.processUuid && out0.exited)) {
+        logger.info('process of an exited generation of the app (detached descendant): left alone', fields);
+        continue;
+      }
+      let claims = byApp.get(claim.app);
+      if (claims === undefined) byApp.set(claim.app, (claims = new Map<string, ClaimingProcess>()));
+      const other = claims.get(claim.processUuid);
+      if (other === undefined || claim.startTicks < other.startTicks) claims.set(claim.processUuid, claim);
+    }
+    let recovered = 0;
+    for (const [name, claims] of byApp) {
+      const app = apps.get(name) as AppLifecycle;
+      const ordered = [...claims.values()].sort((a, b) => b.startTicks - a.startTicks || b.pid - a.pid);
+      const winner = app.process === undefined ? ordered.shift() : undefined;
+      for (const loser of ordered) {
+        stopStray(
+          loser,
+          winner === undefined ? 're-attached to its snapshot process' : `keeping ${winner.pid}`,
+        );
+      }
+      if (winner === undefined || !isSameProcess(winner.pid, winner.startTicks)) continue;
+      const saved = previous?.apps[name];
+      const startRecorded = saved?.uuids?.[0] === winner.processUuid;
+      output.restoreForOrphan(name, winner.processUuid, saved?.outputs);
+      app.adoptOrphan(
+        {
+          pid: winner.pid,
+          processUuid: winner.processUuid,
+          startedAt: winner.launchedAt ?? now(),
+          startTicks: winner.startTicks,
+          adopted: true,
+        },
+        startRecorded,
+      );
+      watchAdopted(app);
+      recovered++;
+      const targets = outputTargets(winner.pid);
+      const file = output.path(name, 0);
+      logger.info('re-attached to a process the snapshot did not list', {
+        app: name,
+        pid: winner.pid,
+        processUuid: winner.processUuid,
+        ...(targets.includes(file) ? {} : { stdout: targets[0], stderr: targets[1] }),
+      });
+      if (app.def.status !== 1) {
+        logger.warn('orphan of a disabled app stopped (deliberate stop)', { app: name, pid: winner.pid });
+        void app.stop('disable');
+      }
+    }
+    logger.info('orphan scan done', {
+      ms: Math.round(scan.ms * 100) / 100,
+      entries: scan.entries,
+      leaders: scan.leaders,
+      claims: scan.claims.length,
+      recovered,
+      ...(scan.truncated ? { truncated: true } : {}),
+    });
+  }
+
   // ---- load: bundled system apps, registered apps, snapshot --------------------------------------
   const loaded: AppDefinition[] = [];
   if (options.bundledAppsDir !== undefined) {
@@ -448,6 +573,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
       logger.info('snapshot entry not adopted (gone or pid reused)', { app: entry.app, pid: entry.pid });
     }
   }
+  recoverOrphans();
   for (const app of apps.values()) app.decide();
   snapshot.schedule();
 

@@ -1,5 +1,6 @@
 // Shared fixture: a real supervisor in a temp work dir, an event log, and cleanup that kills every
 // process group the test started.
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,6 +14,8 @@ import { waitFor } from '../helpers/wait-for.ts';
 
 export interface Fixture {
   dir: string;
+  /** This fixture's process-key secret (shared by every supervisor it makes). */
+  secret: Buffer;
   sup: Supervisor;
   events: SupervisorEvent[];
   pids: Set<number>;
@@ -21,20 +24,22 @@ export interface Fixture {
 }
 
 export const crypter = createSecretCrypter(Buffer.alloc(32, 7));
-export const processKeySecret = Buffer.alloc(32, 9);
 
 export async function fixture(extra: Partial<SupervisorOptions> = {}): Promise<Fixture> {
   const dir = mkdtempSync(join(tmpdir(), 'svc-sup-'));
   const events: SupervisorEvent[] = [];
   const pids = new Set<number>();
   const supervisors: Supervisor[] = [];
+  // Every fixture has its own secret, as every installation does: the orphan scan of one test
+  // never recognizes another (concurrent) test's processes.
+  const secret = extra.processKeySecret ?? randomBytes(32);
   const make = async (more: Partial<SupervisorOptions> = {}): Promise<Supervisor> => {
     const sup = await createSupervisor({
       workDir: join(dir, 'work'),
       crypter,
       daemonUrl: 'https://127.0.0.1:16058',
       logger: silentLogger,
-      processKeySecret,
+      processKeySecret: secret,
       stopGraceMs: 1000,
       healthIntervalMs: 100,
       ...extra,
@@ -50,6 +55,7 @@ export async function fixture(extra: Partial<SupervisorOptions> = {}): Promise<F
   const sup = await make();
   return {
     dir,
+    secret,
     sup,
     events,
     pids,

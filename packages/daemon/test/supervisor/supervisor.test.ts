@@ -1,8 +1,10 @@
 // Integration tests of the supervisor with real processes in temp dirs.
+import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { SvcError } from '@svc/protocol';
 import { afterEach, describe, expect, it } from 'vitest';
+import { readProcStat } from '../../src/supervisor/proc-stats.ts';
 import { waitFor } from '../helpers/wait-for.ts';
 import { alive, eventsOf, fixture, query, readAll, waitExit } from './helpers.ts';
 import type { Fixture } from './helpers.ts';
@@ -367,18 +369,32 @@ describe('daemon restart', () => {
     expect(await readAll(b, 'survivor')).toBe('one\ntwo\n');
   });
 
-  it('does not adopt a snapshot entry whose start time does not match', async () => {
+  it('does not adopt a snapshot entry whose start time does not match (a reused pid)', async () => {
     f = await fixture();
     await f.sup.register({ name: 'imposter', command: 'sleep 60' }, 'a');
-    const pid = f.sup.get('imposter')?.['pid'] as number;
+    const own = f.sup.get('imposter')?.['pid'] as number;
     await f.sup.detach();
+    process.kill(-own, 'SIGKILL');
+    await waitFor(() => !alive(own), { what: 'the app process gone' });
+    // Its pid "reused" by a foreign process (own group, no svc environment): the snapshot entry
+    // names that pid with the start time the app's process had, which does not match.
+    const foreign = spawn('sleep', ['60'], { detached: true, stdio: 'ignore' });
+    foreign.unref();
+    const pid = foreign.pid as number;
+    f.pids.add(pid); // killed in cleanup
     const file = join(f.dir, 'work/.snapshot');
-    const snap = JSON.parse(readFileSync(file, 'utf8')) as { processes: { startTicks: number }[] };
-    for (const p of snap.processes) p.startTicks += 1;
+    const snap = JSON.parse(readFileSync(file, 'utf8')) as {
+      processes: { pid: number; startTicks: number }[];
+    };
+    for (const p of snap.processes) {
+      p.pid = pid;
+      p.startTicks = (readProcStat(pid)?.startTicks ?? 0) + 1;
+    }
     writeFileSync(file, JSON.stringify(snap));
     const b = await f.make();
-    // Not adopted: the app is started afresh with a new pid (the old one is killed in cleanup).
+    // Not adopted (neither by the snapshot nor by the orphan scan): the app is started afresh.
     expect(b.get('imposter')?.['pid']).not.toBe(pid);
+    expect(b.get('imposter')?.['state']).toBe('running');
     expect(alive(pid)).toBe(true);
   });
 });
