@@ -116,4 +116,9 @@ const machine = {
 await writeFile(join(OUT, 'results.json'), JSON.stringify({ machine, figures, errors }, null, 2) + '\n');
 await writeFile(join(OUT, 'results.md'), `Run of ${machine.date} (${machine.cpus} × ${machine.cpu}, Node ${machine.node}${ctx.quick ? ', --quick' : ''})\n\n${table}\n`);
 log(`bench: wrote ${join(OUT, 'results.json')}${errors.length > 0 ? `; ${errors.length} benchmark(s) failed` : ''}`);
-process.exitCode = errors.length > 0 ? 1 : 0;
+await runCleanups();
+// pm2's client API keeps handles open after disconnect(); everything the bench started is stopped
+// by now, so leave explicitly rather than wait for them.
+const leftover = process.getActiveResourcesInfo().filter((r) => r !== 'TTYWrap' && r !== 'Timeout');
+if (leftover.length > 0) log(`bench: exiting with open handles: ${leftover.join(', ')}`);
+process.exit(errors.length > 0 ? 1 : 0);

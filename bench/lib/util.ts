@@ -99,6 +99,7 @@ export function onCleanup(what: string, fn: () => Promise<void> | void): () => P
 export async function runCleanups(): Promise<void> {
   while (cleanups.length > 0) {
     const entry = cleanups.pop()!;
+    log(`cleanup: ${entry.what}`);
     try {
       await Promise.race([entry.fn(), sleep(15_000).then(() => { throw new Error('cleanup timed out'); })]);
     } catch (error) {
@@ -126,6 +127,7 @@ export function fmtMs(ms: number): string {
   return `${ms.toFixed(2)} ms`;
 }
 
+const t0 = now();
 export function log(message: string): void {
-  process.stderr.write(`${message}\n`);
+  process.stderr.write(`[${((now() - t0) / 1000).toFixed(1).padStart(6)} s] ${message}\n`);
 }

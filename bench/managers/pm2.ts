@@ -24,9 +24,11 @@ interface Pm2Proc {
 
 export async function startPm2(): Promise<Manager> {
   const home = await mkdtemp(join(tmpdir(), 'svc-bench-pm2-'));
-  // pm2 reads PM2_HOME when it is first required.
+  // The module-level pm2 instance fixes its home when first required; a custom instance per run
+  // takes its own (and the daemon it launches inherits PM2_HOME from the environment).
   process.env['PM2_HOME'] = home;
-  const pm2 = require('pm2') as Pm2;
+  const Api = (require('pm2') as { custom: new (options: { pm2_home: string; daemon_mode: boolean }) => Pm2 }).custom;
+  const pm2 = new Api({ pm2_home: home, daemon_mode: true });
   const version = (require('pm2/package.json') as { version: string }).version;
   const seen = new Set<number>();
   let daemonPid = 0;
@@ -82,9 +84,12 @@ export async function startPm2(): Promise<Manager> {
       return { value: undefined };
     },
     async remove(name) {
-      await promised<unknown>((cb) => pm2.delete(name, cb));
+      await promised<unknown>((cb) => pm2.delete(name, cb)).catch((error: unknown) => {
+        // A crashed app pm2 already forgot is fine; anything else is not.
+        if (!String(error).includes('not found')) throw error;
+      });
       const pid = pids.get(name);
-      if (pid !== undefined) killGroup(pid);
+      if (pid !== undefined && pid > 0) killGroup(pid);
       pids.delete(name);
     },
     close: cleanup,

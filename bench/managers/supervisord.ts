@@ -135,8 +135,13 @@ export async function startSupervisord(): Promise<Manager> {
       return { value: undefined };
     },
     async remove(name) {
+      // Not stopProcess: a SIGTERM that lands between supervisord's fork and the exec is lost
+      // (the child still runs supervisord's handler), and stopProcess then waits stopwaitsecs.
       const state = await info(name).catch(() => undefined);
-      if (state !== undefined && state.pid > 0) await rpc.call('supervisor.stopProcess', name, true).catch(() => undefined);
+      if (state !== undefined && state.pid > 0) {
+        killGroup(state.pid);
+        await waitFor(`supervisord to reap ${name}`, () => info(name).then((i) => i.pid === 0), 10_000, 1);
+      }
       await rpc.call('supervisor.removeProcessGroup', name).catch(() => undefined);
       await unlink(join(dir, 'programs', `${name}.conf`)).catch(() => undefined);
     },
