@@ -434,6 +434,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
    * - app not registered (e.g. a registration whose write never completed, never acknowledged):
    *   left alone, warn — no definition to supervise it with, and killing is not undoable;
    * - uuid of an adopted process: a descendant that made itself a group leader: left alone;
+   * - pid and uuid of a snapshot entry refused for its start time: left alone (record corrupt);
    * - uuid the snapshot knows as superseded or exited (an older generation): a self-detached
    *   descendant of a process whose exit was recorded: left alone;
    * - per uuid the oldest leader is the process svc spawned (descendants started later);
@@ -459,6 +460,13 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
         continue;
       }
       if (takenUuids.has(claim.processUuid)) continue;
+      if (contradicted.has(`${claim.pid}/${claim.processUuid}`)) {
+        // The snapshot names this very process (pid and uuid) with another start time: the record
+        // contradicts /proc, so the snapshot's rule stands (not adopted, left alone). Our own later
+        // process that reused the pid has another uuid and is adopted.
+        logger.info('process contradicts its snapshot entry (start time): left alone', fields);
+        continue;
+      }
       if (!apps.has(claim.app)) {
         logger.warn('process started by svc for an app that is not registered: left alone', fields);
         continue;
@@ -562,6 +570,8 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
       if (saved.transient !== undefined && saved.transient !== null) app.transient = saved.transient;
     }
   }
+  /** `pid/uuid` of snapshot entries refused for a start-time mismatch (see recoverOrphans). */
+  const contradicted = new Set<string>();
   for (const entry of previous?.processes ?? []) {
     const app = apps.get(entry.app);
     if (app !== undefined && isSameProcess(entry.pid, entry.startTicks)) {
@@ -570,6 +580,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
       watchAdopted(app);
       logger.info('re-attached to process', { app: entry.app, pid: entry.pid });
     } else {
+      contradicted.add(`${entry.pid}/${entry.processUuid}`);
       logger.info('snapshot entry not adopted (gone or pid reused)', { app: entry.app, pid: entry.pid });
     }
   }

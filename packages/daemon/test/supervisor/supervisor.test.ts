@@ -369,6 +369,22 @@ describe('daemon restart', () => {
     expect(await readAll(b, 'survivor')).toBe('one\ntwo\n');
   });
 
+  it('leaves alone a process whose snapshot entry has another start time, even with a valid key', async () => {
+    f = await fixture();
+    await f.sup.register({ name: 'imposter', command: 'sleep 60' }, 'a');
+    const pid = f.sup.get('imposter')?.['pid'] as number;
+    await f.sup.detach();
+    const file = join(f.dir, 'work/.snapshot');
+    const snap = JSON.parse(readFileSync(file, 'utf8')) as { processes: { startTicks: number }[] };
+    for (const p of snap.processes) p.startTicks += 1;
+    writeFileSync(file, JSON.stringify(snap));
+    const b = await f.make();
+    // Not adopted (the orphan scan does not override the snapshot's rule for that very process):
+    // the app is started afresh with a new pid (the old one is killed in cleanup).
+    expect(b.get('imposter')?.['pid']).not.toBe(pid);
+    expect(alive(pid)).toBe(true);
+  });
+
   it('does not adopt a snapshot entry whose start time does not match (a reused pid)', async () => {
     f = await fixture();
     await f.sup.register({ name: 'imposter', command: 'sleep 60' }, 'a');
