@@ -77,14 +77,16 @@ export function scanClaimingProcesses(options: OrphanScanOptions): OrphanScan {
       result.entries++;
       const pid = Number(name);
       if (options.skip(pid)) continue;
-      const stat = readProcStat(pid, procRoot);
       // Kernel threads have pgrp 0; svc spawns every app as the leader of its own group.
-      if (stat === undefined || stat.pgid !== pid || stat.state === 'Z') continue;
+      if (!leadsGroup(`${procRoot}/${name}/stat`, pid, buffer)) continue;
       result.leaders++;
-      const env = readEnviron(`${procRoot}/${pid}/environ`, buffer);
+      const env = readEnviron(`${procRoot}/${name}/environ`, buffer);
       if (env === undefined) continue;
       const claim = claimOf(env);
-      if (claim !== undefined) result.claims.push({ pid, startTicks: stat.startTicks, ...claim });
+      if (claim === undefined) continue;
+      const stat = readProcStat(pid, procRoot);
+      if (stat === undefined || stat.pgid !== pid || stat.state === 'Z') continue;
+      result.claims.push({ pid, startTicks: stat.startTicks, ...claim });
     }
   } catch {
     // /proc vanished mid-scan: what was found so far stands.
@@ -95,7 +97,40 @@ export function scanClaimingProcesses(options: OrphanScanOptions): OrphanScan {
   return result;
 }
 
-/** The environment block (NUL-separated), undefined when unreadable (gone, other user). */
+/**
+ * Whether /proc/<pid>/stat says the process leads its group and is not a zombie: one open + read
+ * into the shared buffer, fields parsed from the last ')' (comm may hold spaces and parentheses).
+ */
+function leadsGroup(path: string, pid: number, buffer: Buffer): boolean {
+  let text: string;
+  let fd: number;
+  try {
+    fd = openSync(path, 'r');
+  } catch {
+    return false;
+  }
+  try {
+    text = buffer.toString('latin1', 0, readSync(fd, buffer, 0, 1024, 0));
+  } catch {
+    return false;
+  } finally {
+    closeSync(fd);
+  }
+  // After ')': " S ppid pgrp …"
+  const rest = text.slice(text.lastIndexOf(')') + 2);
+  if (rest.startsWith('Z')) return false;
+  const a = rest.indexOf(' ');
+  const b = rest.indexOf(' ', a + 1);
+  const c = rest.indexOf(' ', b + 1);
+  return a > 0 && b > a && c > b && Number(rest.slice(b + 1, c)) === pid;
+}
+
+const UUID_VARIABLE = Buffer.from('SVC_PROCESS_UUID=');
+
+/**
+ * The environment block (NUL-separated), undefined when unreadable (gone, other user) or when it
+ * has no SVC_PROCESS_UUID (searched in the bytes: almost no process is decoded).
+ */
 function readEnviron(path: string, buffer: Buffer): string | undefined {
   let fd: number;
   try {
@@ -104,16 +139,19 @@ function readEnviron(path: string, buffer: Buffer): string | undefined {
     return undefined;
   }
   try {
-    const parts: Buffer[] = [];
-    let total = 0;
-    for (;;) {
-      const n = readSync(fd, buffer, 0, buffer.length, null);
-      if (n <= 0) break;
+    let n = readSync(fd, buffer, 0, buffer.length, null);
+    if (n < buffer.length) {
+      const block = buffer.subarray(0, n);
+      return block.includes(UUID_VARIABLE) ? block.toString('utf8') : undefined;
+    }
+    const parts: Buffer[] = [Buffer.from(buffer)];
+    let total = n;
+    while (total < ENVIRON_MAX_BYTES && (n = readSync(fd, buffer, 0, buffer.length, null)) > 0) {
       parts.push(Buffer.from(buffer.subarray(0, n)));
       total += n;
-      if (total >= ENVIRON_MAX_BYTES) break;
     }
-    return Buffer.concat(parts).toString('utf8');
+    const all = Buffer.concat(parts);
+    return all.includes(UUID_VARIABLE) ? all.toString('utf8') : undefined;
   } catch {
     return undefined;
   } finally {
