@@ -1,9 +1,11 @@
 // work/.snapshot: what a new daemon needs to re-attach to processes that outlived the old one.
 // JSON, written atomically (temp + rename, mode 0600; no fsync, see writeSnapshotFile) and
 // coalesced: at most one write in flight, at most one per SNAPSHOT_MIN_INTERVAL_MS, and a change
-// during a write triggers exactly one more. Writes are off the start path (a daemon crash between a
-// spawn and the next write loses only the re-attachment of that process); `flush` writes at once
-// (pid adoption, which must survive a daemon restart before it is acknowledged).
+// during a write triggers exactly one more. Writes are off the start path: a daemon crash between a
+// spawn and the next write loses that process's entry, and the next daemon finds the process by the
+// orphan scan instead (orphans.ts: SVC_* environment, verified process key); `flush` writes at once
+// (pid adoption, which must survive a daemon restart before it is acknowledged: an external process
+// carries no svc environment, so the scan cannot find it).
 //
 // Re-attachment rule: a process is adopted only when /proc/<pid>/stat exists AND its start time
 // (field 22, clock ticks since boot) equals the recorded one; a reused pid never matches.
