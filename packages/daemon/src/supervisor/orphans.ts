@@ -23,6 +23,8 @@ const ENVIRON_MAX_BYTES = 8 * 1024 * 1024;
 /** A process-group leader whose environment names an svc app. Nothing about it is verified yet. */
 export interface ClaimingProcess {
   pid: number;
+  /** Parent pid when scanned (field 4). */
+  ppid: number;
   /** Field 22 of /proc/<pid>/stat. */
   startTicks: number;
   app: string;
@@ -78,7 +80,8 @@ export function scanClaimingProcesses(options: OrphanScanOptions): OrphanScan {
       const pid = Number(name);
       if (options.skip(pid)) continue;
       // Kernel threads have pgrp 0; svc spawns every app as the leader of its own group.
-      if (!leadsGroup(`${procRoot}/${name}/stat`, pid, buffer)) continue;
+      const ppid = leaderParent(`${procRoot}/${name}/stat`, pid, buffer);
+      if (ppid === undefined) continue;
       result.leaders++;
       const env = readEnviron(`${procRoot}/${name}/environ`, buffer);
       if (env === undefined) continue;
@@ -86,7 +89,7 @@ export function scanClaimingProcesses(options: OrphanScanOptions): OrphanScan {
       if (claim === undefined) continue;
       const stat = readProcStat(pid, procRoot);
       if (stat === undefined || stat.pgid !== pid || stat.state === 'Z') continue;
-      result.claims.push({ pid, startTicks: stat.startTicks, ...claim });
+      result.claims.push({ pid, ppid, startTicks: stat.startTicks, ...claim });
     }
   } catch {
     // /proc vanished mid-scan: what was found so far stands.
@@ -98,31 +101,44 @@ export function scanClaimingProcesses(options: OrphanScanOptions): OrphanScan {
 }
 
 /**
- * Whether /proc/<pid>/stat says the process leads its group and is not a zombie: one open + read
- * into the shared buffer, fields parsed from the last ')' (comm may hold spaces and parentheses).
+ * The parent pid when /proc/<pid>/stat says the process leads its group and is not a zombie, else
+ * undefined: one open + read into the shared buffer, fields parsed from the last ')' (comm may
+ * hold spaces and parentheses).
  */
-function leadsGroup(path: string, pid: number, buffer: Buffer): boolean {
+function leaderParent(path: string, pid: number, buffer: Buffer): number | undefined {
   let text: string;
   let fd: number;
   try {
     fd = openSync(path, 'r');
   } catch {
-    return false;
+    return undefined;
   }
   try {
     text = buffer.toString('latin1', 0, readSync(fd, buffer, 0, 1024, 0));
   } catch {
-    return false;
+    return undefined;
   } finally {
     closeSync(fd);
   }
-  // After ')': " S ppid pgrp …"
+  // After ')': "S ppid pgrp …"
   const rest = text.slice(text.lastIndexOf(')') + 2);
-  if (rest.startsWith('Z')) return false;
+  if (rest.startsWith('Z')) return undefined;
   const a = rest.indexOf(' ');
   const b = rest.indexOf(' ', a + 1);
   const c = rest.indexOf(' ', b + 1);
-  return a > 0 && b > a && c > b && Number(rest.slice(b + 1, c)) === pid;
+  if (a <= 0 || b <= a || c <= b || Number(rest.slice(b + 1, c)) !== pid) return undefined;
+  return Number(rest.slice(a + 1, b));
+}
+
+/**
+ * Whether `pid`'s environment carries SVC_PROCESS_UUID=`uuid`: a claim whose parent does is a
+ * descendant of that process (it called setsid), not the process svc spawned (whose parent is
+ * the daemon, or init / a subreaper once the daemon is gone).
+ */
+export function environHasUuid(pid: number, uuid: string, procRoot = '/proc'): boolean {
+  if (pid <= 1) return false;
+  const env = readEnviron(`${procRoot}/${pid}/environ`, Buffer.allocUnsafe(64 * 1024));
+  return env !== undefined && `\0${env}`.includes(`\0SVC_PROCESS_UUID=${uuid}\0`);
 }
 
 const UUID_VARIABLE = Buffer.from('SVC_PROCESS_UUID=');
@@ -166,7 +182,7 @@ const VARS = {
   launch: 'SVC_LAUNCH_TIME=',
 } as const;
 
-function claimOf(env: string): Omit<ClaimingProcess, 'pid' | 'startTicks'> | undefined {
+function claimOf(env: string): Omit<ClaimingProcess, 'pid' | 'ppid' | 'startTicks'> | undefined {
   // Cheap reject: almost no process on a host carries the uuid variable.
   if (!env.includes(VARS.processUuid)) return undefined;
   let app: string | undefined;

@@ -19,7 +19,7 @@ import { AppLifecycle } from './lifecycle.ts';
 import type { Clock, LifecycleHost, RunningProcess } from './lifecycle.ts';
 import { OutputStore } from './output-store.ts';
 import { CLOCK_TICKS, isSameProcess, readGroupUsage, readProcStat } from './proc-stats.ts';
-import { outputTargets, scanClaimingProcesses } from './orphans.ts';
+import { environHasUuid, outputTargets, scanClaimingProcesses } from './orphans.ts';
 import type { ClaimingProcess } from './orphans.ts';
 import { createProcessRunner } from './process-runner.ts';
 import type { ProcessRunner } from './process-runner.ts';
@@ -437,6 +437,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
    * - pid and uuid of a snapshot entry refused for its start time: left alone (record corrupt);
    * - uuid the snapshot knows as superseded or exited (an older generation): a self-detached
    *   descendant of a process whose exit was recorded: left alone;
+   * - parent carries the same uuid: a descendant that called setsid: left alone;
    * - per uuid the oldest leader is the process svc spawned (descendants started later);
    * - per app the newest claim is adopted, any other is stopped (SIGTERM to its group, SIGKILL
    *   after the grace), logged; when the app already re-attached to its snapshot process, that
@@ -478,10 +479,19 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
         logger.info('process of an exited generation of the app (detached descendant): left alone', fields);
         continue;
       }
+      if (environHasUuid(claim.ppid, claim.processUuid)) {
+        logger.info('process is a self-detached descendant of a process of the app: left alone', fields);
+        continue;
+      }
       let claims = byApp.get(claim.app);
       if (claims === undefined) byApp.set(claim.app, (claims = new Map<string, ClaimingProcess>()));
       const other = claims.get(claim.processUuid);
-      if (other === undefined || claim.startTicks < other.startTicks) claims.set(claim.processUuid, claim);
+      // Same start tick (10 ms): the smaller pid is the older one, pid wrap-around aside.
+      const older =
+        other === undefined ||
+        claim.startTicks < other.startTicks ||
+        (claim.startTicks === other.startTicks && claim.pid < other.pid);
+      if (older) claims.set(claim.processUuid, claim);
     }
     let recovered = 0;
     for (const [name, claims] of byApp) {

@@ -298,6 +298,9 @@ describe('orphan recovery at start-up', () => {
       { what: 'the self-detached helper' },
     );
     extraGroups.push(helper);
+    await waitFor(() => readFileSync(`/proc/${pid}/cmdline`, 'utf8').startsWith('sleep'), {
+      what: 'the app process to exec sleep',
+    });
     await f.sup.detach();
     loseSnapshot();
 
