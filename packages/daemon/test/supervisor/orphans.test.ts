@@ -288,7 +288,7 @@ describe('orphan recovery at start-up', () => {
     f = await fixture();
     const name = appName('setsid');
     await f.sup.register(
-      { name, shell: true, command: 'setsid sleep 60 & echo $! > helper.pid; echo ready; exec sleep 60' },
+      { name, shell: true, command: 'setsid sleep 60 & echo ready; exec sleep 60' },
       'a',
     );
     const pid = f.sup.get(name)?.['pid'] as number;
