@@ -287,10 +287,7 @@ describe('orphan recovery at start-up', () => {
   it('a descendant that made itself a group leader is neither adopted nor stopped', async () => {
     f = await fixture();
     const name = appName('setsid');
-    await f.sup.register(
-      { name, shell: true, command: 'setsid sleep 60 & echo ready; exec sleep 60' },
-      'a',
-    );
+    await f.sup.register({ name, shell: true, command: 'setsid sleep 60 & echo ready; exec sleep 60' }, 'a');
     const pid = f.sup.get(name)?.['pid'] as number;
     await waitFor(async () => (await readAll(f.sup, name)).includes('ready'), { what: 'ready' });
     const helper = await waitFor(
