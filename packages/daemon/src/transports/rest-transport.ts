@@ -84,13 +84,17 @@ export function createRestServer(options: RestTransportOptions): Server {
       return;
     }
     const declared = Number(req.headers['content-length'] ?? 0);
+    // Too large: answer at once and discard the rest of the body (bounded by the request timeout)
+    // instead of closing on unread data, which would reset the connection before the client can
+    // read the 413.
     if (declared > limits.maxBodyBytes) {
-      send(res, tooLarge(limits.maxBodyBytes), true);
+      req.resume();
+      send(res, tooLarge(limits.maxBodyBytes));
       return;
     }
     const body = await readBody(req, limits.maxBodyBytes);
     if (body === undefined) {
-      send(res, tooLarge(limits.maxBodyBytes), true);
+      send(res, tooLarge(limits.maxBodyBytes));
       return;
     }
     const headers: Record<string, string> = {};
@@ -149,7 +153,7 @@ function readBody(req: IncomingMessage, limit: number): Promise<Uint8Array | und
   });
 }
 
-function send(res: ServerResponse, response: ApiResponse, close = false): void {
+function send(res: ServerResponse, response: ApiResponse): void {
   if (res.headersSent) return;
   const headers: Record<string, string | number> = {
     ...response.headers,
@@ -158,7 +162,6 @@ function send(res: ServerResponse, response: ApiResponse, close = false): void {
     'x-content-type-options': 'nosniff',
     'cache-control': 'no-store',
   };
-  if (close) headers['connection'] = 'close';
   res.writeHead(response.status, headers);
   res.end(response.body);
 }
