@@ -1,5 +1,5 @@
 // Side-by-side benchmarks: svc against pm2, supervisord and the raw-spawn floor, in one run on one
-// machine. Usage: npm run bench -- [--quick] [--only start,stop,rss,crash,transport,token]
+// machine. Usage: npm run bench -- [--quick] [--only start,stop,rss,crash,transport,token,events,tasks]
 //                                   [--managers floor,svc,pm2,supervisord] [--profile]
 // Prints a table (every svc figure with its ratio to each peer) and writes bench/out/results.json.
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -7,6 +7,7 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { crashBenchmark } from './crash.ts';
+import { eventsBenchmark } from './events.ts';
 import { renderTable, type BenchContext, type Benchmark, type Figure } from './lib/report.ts';
 import { log, runCleanups } from './lib/util.ts';
 import { MANAGER_KINDS, type ManagerKind } from './managers/types.ts';
@@ -23,6 +24,7 @@ const BENCHMARKS: readonly Benchmark[] = [
   crashBenchmark,
   transportBenchmark,
   tokenBenchmark,
+  eventsBenchmark,
 ];
 const OUT = join(import.meta.dirname, 'out');
 

@@ -8,7 +8,7 @@ import { startSvc } from '../managers/svc.ts';
 import type { Manager } from '../managers/types.ts';
 import { fmtMs, type Summary } from './util.ts';
 
-export type Unit = 'ms' | 's' | 'MiB' | 'KiB' | 'req/s' | 'µs';
+export type Unit = 'ms' | 's' | 'MiB' | 'KiB' | 'req/s' | 'µs' | 'events/s' | 'tasks/s';
 
 export interface Row {
   /** floor, svc, pm2, supervisord, or a labelled variant ("svc REST"). */
@@ -78,7 +78,9 @@ export function formatValue(value: number | undefined, unit: Unit): string {
     case 'KiB':
       return `${value.toFixed(1)} KiB`;
     case 'req/s':
-      return `${Math.round(value).toLocaleString('en-US')} req/s`;
+    case 'events/s':
+    case 'tasks/s':
+      return `${Math.round(value).toLocaleString('en-US')} ${unit}`;
     case 'µs':
       return `${value < 10 ? value.toFixed(2) : value.toFixed(1)} µs`;
   }
@@ -90,7 +92,10 @@ export function ratios(figure: Figure, row: Row): string {
   const peers = figure.rows.filter((r) => !r.subject.startsWith('svc') && (r.group ?? '') === (row.group ?? ''));
   return peers
     .filter((peer) => Number.isFinite(peer.value) && peer.value !== 0 && Number.isFinite(row.value))
-    .map((peer) => `${(row.value / peer.value).toFixed(2)}× ${peer.subject}`)
+    .map((peer) => {
+      const r = row.value / peer.value;
+      return `${r < 0.1 ? r.toPrecision(2) : r.toFixed(2)}× ${peer.subject}`;
+    })
     .join(', ');
 }
 

@@ -22,7 +22,12 @@ interface Pm2Proc {
   pm2_env?: { pid?: number; status?: string; restart_time?: number };
 }
 
-export async function startPm2(): Promise<Manager> {
+export interface Pm2Manager extends Manager {
+  /** The connected programmatic API (events benchmark: launchBus). */
+  readonly api: Pm2;
+}
+
+export async function startPm2(): Promise<Pm2Manager> {
   const home = await mkdtemp(join(tmpdir(), 'svc-bench-pm2-'));
   // The module-level pm2 instance fixes its home when first required; a custom instance per run
   // takes its own (and the daemon it launches inherits PM2_HOME from the environment).
@@ -54,6 +59,7 @@ export async function startPm2(): Promise<Manager> {
   const pidOfProc = (proc: Pm2Proc | undefined): number => proc?.process?.pid ?? proc?.pm2_env?.pid ?? proc?.pid ?? 0;
   return {
     kind: 'pm2',
+    api: pm2,
     version: `pm2 ${version}`,
     pid: daemonPid,
     async prepare() {},

@@ -7,7 +7,7 @@ import { mkdir, mkdtemp, rm, unlink, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { xmlRpcClient } from '../lib/xmlrpc.ts';
+import { xmlRpcClient, type XmlRpcClient } from '../lib/xmlrpc.ts';
 import { killGroup, log, onCleanup, sleep, waitFor } from '../lib/util.ts';
 import { commandLine, type AppSpec, type Manager, type Timed } from './types.ts';
 
@@ -49,7 +49,12 @@ interface ProcessInfo {
   statename: string;
 }
 
-export async function startSupervisord(): Promise<Manager> {
+export interface SupervisordManager extends Manager {
+  /** The XML-RPC client (events benchmark: tailProcessStdoutLog). */
+  readonly rpc: XmlRpcClient;
+}
+
+export async function startSupervisord(): Promise<SupervisordManager> {
   const version = ensureSupervisord();
   const dir = await mkdtemp(join(tmpdir(), 'svc-bench-supervisord-'));
   await mkdir(join(dir, 'programs'));
@@ -96,6 +101,7 @@ export async function startSupervisord(): Promise<Manager> {
     (await rpc.call('supervisor.getProcessInfo', name)) as unknown as ProcessInfo;
   return {
     kind: 'supervisord',
+    rpc,
     version: `supervisord ${version}`,
     pid: child.pid!,
     async prepare(specs: readonly AppSpec[]) {
