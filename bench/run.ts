@@ -13,6 +13,7 @@ import { log, runCleanups } from './lib/util.ts';
 import { MANAGER_KINDS, type ManagerKind } from './managers/types.ts';
 import { rssBenchmark } from './rss.ts';
 import { startBenchmark } from './start.ts';
+import { tasksBenchmark } from './tasks.ts';
 import { stopBenchmark } from './stop.ts';
 import { tokenBenchmark } from './token.ts';
 import { transportBenchmark } from './transport.ts';
@@ -25,6 +26,7 @@ const BENCHMARKS: readonly Benchmark[] = [
   transportBenchmark,
   tokenBenchmark,
   eventsBenchmark,
+  tasksBenchmark,
 ];
 const OUT = join(import.meta.dirname, 'out');
 
