@@ -6,6 +6,9 @@ export default defineConfig({
   test: {
     // CI also writes a JSON report from which .ci/run prints its "N passed, N failed" line.
     reporters: process.env['CI'] ? ['default', ['json', { outputFile: '.ci-out/vitest.json' }]] : ['default'],
+    // Builds svcd's bundle once, before the integration tests start their daemons in parallel
+    // (each launcher would otherwise find it stale and rebuild it on its own).
+    globalSetup: ['packages/daemon/build/vitest-setup.js'],
     projects: [
       { test: { name: 'unit', include: ['packages/*/src/**/*.test.ts', 'test/**/*.test.ts'] } },
       {

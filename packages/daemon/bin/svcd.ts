@@ -1,5 +1,5 @@
-#!/usr/bin/env node
 // svcd: the svc daemon. Configuration: config/config.yaml, work/config/config.yaml, SVC_* variables.
+// The entry point of the bundle (build/build.js → dist/svcd.mjs), run by the launcher bin/svcd.js.
 import { ConfigError, loadConfig } from '../src/config/config.ts';
 import { startDaemon } from '../src/daemon.ts';
 

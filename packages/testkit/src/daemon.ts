@@ -1,6 +1,7 @@
 // Starts a real svcd process on ephemeral ports in a temp SVC_HOME, trusting a throw-away issuer,
 // with principals for every built-in role written to work/auth/policy.yaml before the first start.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -9,7 +10,13 @@ import { startTestIssuer, type TestIssuer } from './issuer.ts';
 import { restClient, tcpClient, wsClient, type ApiClient, type PersistentClient } from './clients.ts';
 
 const REPO_ROOT = resolve(import.meta.dirname, '../../..');
-const SVCD = join(REPO_ROOT, 'packages/daemon/bin/svcd.ts');
+/** svcd's launcher: runs the bundle (packages/daemon/dist/svcd.mjs), rebuilt first when stale. */
+const SVCD = join(REPO_ROOT, 'packages/daemon/bin/svcd.js');
+/** The Node flags of the launcher's `#!/usr/bin/env -S node <flags>` line, as `npx svcd` runs it. */
+const SVCD_NODE_FLAGS = ((): string[] => {
+  const words = readFileSync(SVCD, 'utf8').split('\n', 1)[0]!.trim().split(/\s+/);
+  return words.slice(words.indexOf('node') + 1);
+})();
 
 /** Test principals, one per built-in role, plus one with no record and one tombstoned. */
 export const TEST_PRINCIPALS = {
@@ -110,7 +117,10 @@ export async function startTestDaemon(options: TestDaemonOptions = {}): Promise<
     SVC_LOG_STDERR: '1',
     ...options.env,
   };
-  const child: ChildProcess = spawn(process.execPath, [SVCD], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child: ChildProcess = spawn(process.execPath, [...SVCD_NODE_FLAGS, SVCD], {
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => {
     stderr += chunk.toString('utf8');

@@ -7,8 +7,17 @@ import { join, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 
-/** The repository root (two levels above packages/daemon/src/config). */
-export const INSTALL_ROOT = resolve(import.meta.dirname, '../../../..');
+/** Defined by the bundle build (build/build.js): the path from the bundle's directory to the root. */
+declare const SVC_INSTALL_ROOT_FROM_MODULE: string | undefined;
+
+/**
+ * The repository root: from the bundle (packages/daemon/dist/svcd.mjs) the path the build defined,
+ * from the sources (tests, tools) four levels above packages/daemon/src/config.
+ */
+export const INSTALL_ROOT = resolve(
+  import.meta.dirname,
+  typeof SVC_INSTALL_ROOT_FROM_MODULE === 'string' ? SVC_INSTALL_ROOT_FROM_MODULE : '../../../..',
+);
 
 const port = z.number().int().min(0).max(65535);
 

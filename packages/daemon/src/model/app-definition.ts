@@ -9,7 +9,7 @@
 //
 // Every error is SvcError('invalid_app', '<field path>: <problem>'), issues joined by '; '.
 import { SvcError } from '@svc/protocol';
-import { CronExpressionParser } from 'cron-parser';
+import { cronParser } from '../util/cron-parser.ts';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import * as z from 'zod';
 import type { SecretCrypter } from './secret-crypter.ts';
@@ -219,7 +219,7 @@ export function parseCron(value: unknown): Result<string> {
   if (expression.length > LIMITS.cronLength)
     return fail(`cron expression must be at most ${LIMITS.cronLength} characters`);
   try {
-    const parsed = CronExpressionParser.parse(expression, { currentDate: 0, tz: 'UTC' });
+    const parsed = cronParser().CronExpressionParser.parse(expression, { currentDate: 0, tz: 'UTC' });
     parsed.next();
   } catch (error) {
     return fail(`invalid cron expression ${JSON.stringify(expression)}: ${(error as Error).message}`);

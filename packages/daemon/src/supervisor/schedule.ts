@@ -9,7 +9,7 @@
 //   cron                    the next cron occurrence; occurrences outside the daily window are skipped
 //
 // "Local" is the host's time zone unless `tz` (an IANA name) is given; tests pass 'UTC'.
-import { CronExpressionParser } from 'cron-parser';
+import { cronParser } from '../util/cron-parser.ts';
 import type { AppDefinition } from '../model/app-definition.ts';
 import { cronExpression, intervalSeconds, parseTimeOfDay } from '../model/app-definition.ts';
 
@@ -118,7 +118,8 @@ function nextCron(
   for (let step = 0; step < MAX_CRON_STEPS; step++) {
     let occurrence: number;
     try {
-      occurrence = CronExpressionParser.parse(expression, { currentDate: new Date(from), ...tz })
+      occurrence = cronParser()
+        .CronExpressionParser.parse(expression, { currentDate: new Date(from), ...tz })
         .next()
         .getTime();
     } catch {

@@ -13,22 +13,31 @@ export function linkTasksToSupervisor(
     switch (event.type) {
       case 'EXIT':
       case 'START': {
+        // Every START and EXIT passes here, nearly always for apps without tasks: the errors (and
+        // their stack captures) are built only when there is something to fail.
+        const { inFlight, fetchers } = tasks.stats(event.app);
+        if (inFlight === 0 && fetchers === 0) break;
         // The process that took the in-flight tasks is gone (EXIT) or replaced (START of a newer
         // one): they can never be answered. Queued tasks wait for the next process.
         const why =
           event.type === 'EXIT'
             ? `the worker process exited${event.exitCode === undefined ? '' : ` with ${event.exitCode}`}`
             : 'the worker process was replaced by a new one';
-        tasks.failInFlight(
-          event.app,
-          new SvcError('task_cancelled', `task of ${event.app} cancelled: ${why} before returning a result`),
-        );
+        if (inFlight > 0)
+          tasks.failInFlight(
+            event.app,
+            new SvcError(
+              'task_cancelled',
+              `task of ${event.app} cancelled: ${why} before returning a result`,
+            ),
+          );
         // Fetches still waiting were made with the old process's key (a new process cannot have
         // fetched before its START): that key is no longer current.
-        tasks.rejectFetchers(
-          event.app,
-          new SvcError('process_superseded', `the process of this key exited or was superseded (${why})`),
-        );
+        if (fetchers > 0)
+          tasks.rejectFetchers(
+            event.app,
+            new SvcError('process_superseded', `the process of this key exited or was superseded (${why})`),
+          );
         break;
       }
       case 'REMOVED':

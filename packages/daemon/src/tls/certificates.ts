@@ -1,12 +1,10 @@
 // TLS material for the daemon listeners: the configured certificate and key when given, else a CA
 // and a server certificate generated once into work/ssl/ (SAN: 127.0.0.1, ::1, localhost, the host
 // name). Clients trust work/ssl/ca.pem.
-// @peculiar/x509 resolves its ASN.1 services through tsyringe, which needs the Reflect metadata API.
-import 'reflect-metadata';
 import { webcrypto } from 'node:crypto';
 import { mkdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import * as x509 from '@peculiar/x509';
+import type * as X509 from '@peculiar/x509';
 import { writeFileAtomic } from '../util/atomic-file.ts';
 
 export interface TlsMaterial {
@@ -20,7 +18,22 @@ const ALGORITHM = { name: 'ECDSA', namedCurve: 'P-256' } as const;
 const SIGNING = { name: 'ECDSA', hash: 'SHA-256' } as const;
 const TEN_YEARS_MS = 10 * 365 * 24 * 3600 * 1000;
 
-x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
+let x509Module: Promise<typeof X509> | undefined;
+
+/**
+ * @peculiar/x509 (with tsyringe and reflect-metadata, several MiB resident) is loaded only when
+ * material must be generated: most starts read work/ssl/ or configured files.
+ */
+function loadX509(): Promise<typeof X509> {
+  x509Module ??= (async () => {
+    // @peculiar/x509 resolves its ASN.1 services through tsyringe, which needs the Reflect metadata API.
+    await import('reflect-metadata');
+    const x509 = await import('@peculiar/x509');
+    x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
+    return x509;
+  })();
+  return x509Module;
+}
 
 export async function loadTlsMaterial(options: {
   workDir: string;
@@ -67,6 +80,7 @@ function toPem(der: ArrayBuffer, label: string): string {
 }
 
 export async function generateMaterial(hostName: string): Promise<TlsMaterial> {
+  const x509 = await loadX509();
   const subtle = webcrypto.subtle;
   const now = Date.now();
   const caKeys = await subtle.generateKey(ALGORITHM, true, ['sign', 'verify']);

@@ -1,0 +1,52 @@
+// Where svcd's bundle lives and whether it is current. Plain JavaScript with no dependency, so that
+// the launcher (bin/svcd.js) can check freshness without loading a compiler or the type stripper.
+//
+// dist/svcd.meta.json lists the bundle's own inputs (every source file under packages/*, the build
+// script, the lockfiles) and the time its build started. The bundle is stale when that file is
+// missing or any listed input is missing or was modified after that time; then `ensureBundle()`
+// rebuilds it in a child process (build.js, esbuild) before returning.
+import { spawnSync } from 'node:child_process';
+import { readFileSync, statSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import process from 'node:process';
+
+/** The repository root (packages/daemon/build → three levels up). */
+export const REPO_ROOT = resolve(import.meta.dirname, '../../..');
+export const DIST_DIR = resolve(import.meta.dirname, '../dist');
+export const BUNDLE = join(DIST_DIR, 'svcd.mjs');
+export const META = join(DIST_DIR, 'svcd.meta.json');
+
+/** Why the bundle must be rebuilt, or undefined when it is current. */
+export function staleReason() {
+  let meta;
+  try {
+    meta = JSON.parse(readFileSync(META, 'utf8'));
+    statSync(BUNDLE);
+  } catch {
+    return 'no bundle yet';
+  }
+  for (const input of meta.inputs) {
+    let mtime;
+    try {
+      mtime = statSync(join(REPO_ROOT, input)).mtimeMs;
+    } catch {
+      return `${input} is gone`;
+    }
+    if (mtime > meta.startedAt) return `${input} changed`;
+  }
+  return undefined;
+}
+
+/** The bundle's path, rebuilt first (synchronously, in a child process) when stale. */
+export function ensureBundle() {
+  const reason = staleReason();
+  if (reason === undefined) return BUNDLE;
+  const result = spawnSync(process.execPath, [join(import.meta.dirname, 'build.js')], {
+    stdio: ['ignore', 2, 2],
+    env: { ...process.env, SVC_BUILD_REASON: reason },
+  });
+  if (result.status !== 0) {
+    throw new Error(`building ${BUNDLE} failed (${reason}): exit ${result.status ?? result.signal}`);
+  }
+  return BUNDLE;
+}
