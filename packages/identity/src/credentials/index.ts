@@ -1,0 +1,46 @@
+// Credential files, bootstrap and password rules of the built-in identity (issue 4).
+export { CredentialError } from './errors.ts';
+export {
+  MAX_SECRET_FILE_BYTES,
+  checkSecretFile,
+  checkSecretStats,
+  readSecretFile,
+  secretFileExists,
+} from './secret-files.ts';
+export { TEMP_PREFIX, writeFileAtomic, type AtomicWriteOptions } from './atomic-write.ts';
+export {
+  BCRYPT_COST,
+  BCRYPT_HASH_PATTERN,
+  GENERATED_PASSWORD_BYTES,
+  MAX_PASSWORD_BYTES,
+  generatePassword,
+  hashPassword,
+  hashProblem,
+  isValidPasswordHash,
+  passwordProblem,
+  verifyPassword,
+} from './password.ts';
+export {
+  CREDENTIAL_FILE_NAMES,
+  SECRET_FILE_NAMES,
+  credentialFilePath,
+  formatCredentialFile,
+  newCredential,
+  parseCredentialFile,
+  readCredentialFile,
+  secretsDir,
+  writeCredentialFile,
+  type Credential,
+} from './credential-file.ts';
+export {
+  AUTOMATION_SECRET_BYTES,
+  automationSecretPath,
+  bootstrapCredentials,
+  loadCredentials,
+  readAdminPasswordFile,
+  readAutomationSecret,
+  type AuthMode,
+  type BootstrapOptions,
+  type BootstrapResult,
+  type LoadedCredentials,
+} from './bootstrap.ts';
