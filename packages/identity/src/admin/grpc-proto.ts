@@ -1,0 +1,67 @@
+// Loading of admin.proto (shared by the server and the client) and its message shapes.
+import { join } from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+import type { AdminUser, OAuthClientInfo } from './service.ts';
+
+export const ADMIN_PROTO_PATH = join(import.meta.dirname, 'admin.proto');
+
+export const SERVICE_NAMES = ['Passwords', 'Clients', 'Sessions', 'Mfa'] as const;
+export type AdminServiceName = (typeof SERVICE_NAMES)[number];
+
+export interface SessionMessage {
+  id: string;
+  subject: string;
+  client_id: string;
+  kind: string;
+  created_at: string;
+  expires_at: string;
+}
+
+export interface MfaState {
+  email: string;
+  user_id: string;
+  enabled: boolean;
+}
+
+/** Request and response messages of every RPC, by service and method. */
+export interface AdminRpcs {
+  Passwords: {
+    ListUsers: [Record<string, never>, { users: AdminUser[] }];
+    CreateUser: [{ email: string; password: string }, AdminUser];
+    DeleteUser: [{ email: string }, AdminUser];
+    SetPassword: [{ email: string; password: string }, AdminUser];
+  };
+  Clients: {
+    ListClients: [Record<string, never>, { clients: OAuthClientInfo[] }];
+    RegenerateAutomationSecret: [Record<string, never>, OAuthClientInfo];
+  };
+  Sessions: {
+    ListSessions: [Record<string, never>, { sessions: SessionMessage[] }];
+    RevokeSession: [{ id: string }, Record<string, never>];
+  };
+  Mfa: {
+    GetMfa: [{ email: string }, MfaState];
+    SetMfa: [{ email: string; enabled: boolean }, MfaState];
+  };
+}
+
+let loaded: Record<AdminServiceName, grpc.ServiceClientConstructor> | undefined;
+
+/** The four service constructors of package svc.identity.admin.v1 (`.service` is the definition). */
+export function adminServices(): Record<AdminServiceName, grpc.ServiceClientConstructor> {
+  if (loaded === undefined) {
+    const definition = protoLoader.loadSync(ADMIN_PROTO_PATH, {
+      keepCase: true,
+      longs: String,
+      enums: String,
+      defaults: true,
+      oneofs: true,
+    });
+    const root = grpc.loadPackageDefinition(definition) as unknown as {
+      svc: { identity: { admin: { v1: Record<AdminServiceName, grpc.ServiceClientConstructor> } } };
+    };
+    loaded = root.svc.identity.admin.v1;
+  }
+  return loaded;
+}

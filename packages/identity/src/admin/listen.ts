@@ -1,0 +1,48 @@
+// Listener addresses of the administration transports (spec "Modes and configuration", "Ports"):
+// `SVC_AUTH_GRPC_LISTEN` (default 127.0.0.1:5557) and `SVC_AUTH_ADMIN_LISTEN` (default
+// 127.0.0.1:6064). Both must stay on loopback: a non-loopback address is refused, never bound.
+import { isIP } from 'node:net';
+
+export const DEFAULT_GRPC_LISTEN = '127.0.0.1:5557';
+export const DEFAULT_ADMIN_UI_LISTEN = '127.0.0.1:6064';
+
+export interface ListenAddress {
+  /** A literal loopback IP: 127.0.0.0/8 or ::1 (`localhost` is read as 127.0.0.1). */
+  readonly host: string;
+  /** 0 binds an ephemeral port. */
+  readonly port: number;
+}
+
+export class ListenAddressError extends Error {
+  override readonly name = 'ListenAddressError';
+}
+
+export function isLoopbackHost(host: string): boolean {
+  if (isIP(host) === 4) return host.split('.')[0] === '127';
+  if (isIP(host) === 6) return host === '::1' || host === '0:0:0:0:0:0:0:1';
+  return false;
+}
+
+/**
+ * Parse `host:port` (`[::1]:port` for IPv6). `variable` names the setting in error messages.
+ * Throws ListenAddressError for a malformed value or a host that is not loopback.
+ */
+export function parseLoopbackListen(value: string, variable: string): ListenAddress {
+  const match = /^(?:\[([0-9A-Fa-f:.]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(value.trim());
+  if (match === null)
+    throw new ListenAddressError(`${variable}: expected host:port, got ${JSON.stringify(value)}`);
+  let host = (match[1] ?? match[2])!.toLowerCase();
+  if (host === 'localhost') host = '127.0.0.1';
+  const port = Number(match[3]);
+  if (port > 65535) throw new ListenAddressError(`${variable}: port ${port} is out of range`);
+  if (!isLoopbackHost(host))
+    throw new ListenAddressError(
+      `${variable}: ${host} is not a loopback address; the listener must stay on loopback`,
+    );
+  return { host, port };
+}
+
+/** `host:port` with IPv6 hosts bracketed (also the gRPC target form). */
+export function formatListen(address: ListenAddress): string {
+  return `${address.host.includes(':') ? `[${address.host}]` : address.host}:${address.port}`;
+}

@@ -1,0 +1,102 @@
+// The svc-auth-admin program (bin/svc-auth-admin.ts), as a function so tests can run it in-process
+// too. It is the system application `authadmin` (apps/authadmin.yaml).
+//   SVC_AUTH_ADMIN_UI=off   the UI does not listen; the program idles until SIGTERM so that the
+//                           system app stays up for health checks (spec "Administration UI")
+//   SVC_AUTH_ADMIN_LISTEN   the UI listener (default 127.0.0.1:6064, loopback only)
+//   SVC_AUTH_GRPC_LISTEN    where svc-identity serves the gRPC API (default 127.0.0.1:5557); with
+//                           port 0 the bound port is read from work/ports.json (`grpc`)
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { writeFileAtomic } from '../credentials/index.ts';
+import { createAdminClient, type AdminClient } from './grpc-client.ts';
+import { DEFAULT_GRPC_LISTEN, formatListen, parseLoopbackListen } from './listen.ts';
+import { loadOrCreateAdminTls } from './tls.ts';
+import { startAdminUi, type AdminUi } from './ui/server.ts';
+
+export interface AdminUiProgramOptions {
+  /** The work directory (`$SVC_HOME/work`). */
+  workDir: string;
+  env: Readonly<Record<string, string | undefined>>;
+  log: (line: string) => void;
+}
+
+export interface AdminUiProgram {
+  /** Undefined when the UI is off. */
+  readonly ui: AdminUi | undefined;
+  close(): Promise<void>;
+}
+
+/** `SVC_AUTH_ADMIN_UI`: `on` (default, also when empty) or `off`; anything else is an error. */
+export function adminUiEnabled(value: string | undefined): boolean {
+  const setting = (value ?? '').trim().toLowerCase();
+  if (setting === '' || setting === 'on') return true;
+  if (setting === 'off') return false;
+  throw new Error(`SVC_AUTH_ADMIN_UI: expected on or off, got ${JSON.stringify(value)}`);
+}
+
+async function readPorts(workDir: string): Promise<Record<string, number>> {
+  try {
+    return JSON.parse(await readFile(join(workDir, 'ports.json'), 'utf8')) as Record<string, number>;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return {};
+    throw error;
+  }
+}
+
+/** Record (or remove) `admin_ui` in work/ports.json, keeping the other listeners' entries. */
+async function recordPort(workDir: string, port: number | undefined): Promise<void> {
+  const ports = await readPorts(workDir);
+  if (port === undefined) delete ports['admin_ui'];
+  else ports['admin_ui'] = port;
+  await writeFileAtomic(join(workDir, 'ports.json'), JSON.stringify(ports, null, 2) + '\n', { mode: 0o644 });
+}
+
+export async function runAdminUiProgram(options: AdminUiProgramOptions): Promise<AdminUiProgram> {
+  const { env, workDir, log } = options;
+  if (!adminUiEnabled(env['SVC_AUTH_ADMIN_UI'])) {
+    await recordPort(workDir, undefined);
+    log('svc-auth-admin: the administration UI is disabled (SVC_AUTH_ADMIN_UI=off); idling');
+    return { ui: undefined, close: async () => {} };
+  }
+  const grpcAddress = parseLoopbackListen(
+    env['SVC_AUTH_GRPC_LISTEN'] || DEFAULT_GRPC_LISTEN,
+    'SVC_AUTH_GRPC_LISTEN',
+  );
+  let grpcPort = grpcAddress.port;
+  if (grpcPort === 0) {
+    const recorded = (await readPorts(workDir))['grpc'];
+    if (recorded === undefined)
+      throw new Error('SVC_AUTH_GRPC_LISTEN has port 0 and work/ports.json names no grpc listener yet');
+    grpcPort = recorded;
+  }
+  const tls = await loadOrCreateAdminTls(workDir);
+  const client: AdminClient = createAdminClient(formatListen({ host: grpcAddress.host, port: grpcPort }), {
+    caCert: tls.caCert,
+    clientCert: tls.clientCert,
+    clientKey: tls.clientKey,
+  });
+  let ui: AdminUi;
+  try {
+    ui = await startAdminUi({
+      client,
+      listen: env['SVC_AUTH_ADMIN_LISTEN'] || undefined,
+      onError: (error) =>
+        log(`svc-auth-admin: unexpected error: ${error instanceof Error ? error.message : String(error)}`),
+    });
+  } catch (error) {
+    client.close();
+    throw error;
+  }
+  if (
+    parseLoopbackListen(env['SVC_AUTH_ADMIN_LISTEN'] || '127.0.0.1:6064', 'SVC_AUTH_ADMIN_LISTEN').port === 0
+  )
+    await recordPort(workDir, ui.port);
+  log(`svc-auth-admin: administration UI listening on ${ui.url} (gRPC ${grpcAddress.host}:${grpcPort})`);
+  return {
+    ui,
+    async close() {
+      await ui.close();
+      client.close();
+    },
+  };
+}
