@@ -1,0 +1,189 @@
+// Minimal server-rendered sign-in and consent pages for the browser flows (authorization code and
+// device authorization). Routes under `<issuer path>/interaction/<uid>`:
+//   GET  …/<uid>          login form, or consent form once signed in
+//   POST …/<uid>/login    username + password (bcrypt check against the IdentityStore)
+//   POST …/<uid>/confirm  grant the requested scopes and resource
+//   POST …/<uid>/abort    access_denied
+// A failed sign-in answers 401 with the form again; nothing entered is echoed except the username.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Provider } from 'oidc-provider';
+import { verifyPassword } from '../credentials/password.ts';
+import type { IdentityStore } from '../store/identity-store.ts';
+
+const MAX_FORM_BYTES = 8 * 1024;
+
+export function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+
+function page(title: string, body: string): string {
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(title)}</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<style>body{font-family:sans-serif;max-width:24rem;margin:4rem auto}label,input,button{display:block;width:100%;margin:.4rem 0}.error{color:#b00}</style>
+</head><body><h1>${escapeHtml(title)}</h1>${body}</body></html>`;
+}
+
+export async function readForm(
+  req: IncomingMessage,
+  limit = MAX_FORM_BYTES,
+): Promise<URLSearchParams | undefined> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > limit) return undefined;
+    chunks.push(chunk);
+  }
+  return new URLSearchParams(Buffer.concat(chunks).toString('utf8'));
+}
+
+function send(res: ServerResponse, status: number, html: string): void {
+  res.writeHead(status, {
+    'content-type': 'text/html; charset=utf-8',
+    'cache-control': 'no-store',
+    'x-frame-options': 'DENY',
+    'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'",
+  });
+  res.end(html);
+}
+
+const str = (value: unknown): string => (typeof value === 'string' ? value : '');
+
+export interface InteractionEvents {
+  loginSucceeded(): void;
+  loginFailed(): void;
+}
+
+export function loginForm(base: string, uid: string, client: string, error?: string, username = ''): string {
+  return page(
+    'Sign in to svc',
+    `<p>Application <b>${escapeHtml(client)}</b> asks you to sign in.</p>
+${error === undefined ? '' : `<p class="error" role="alert">${escapeHtml(error)}</p>`}
+<form method="post" action="${escapeHtml(`${base}/${uid}/login`)}" autocomplete="off">
+<label>Username or email<input name="username" value="${escapeHtml(username)}" autofocus required></label>
+<label>Password<input name="password" type="password" required></label>
+<button type="submit" name="action" value="login">Sign in</button>
+</form>
+<form method="post" action="${escapeHtml(`${base}/${uid}/abort`)}"><button type="submit">Cancel</button></form>`,
+  );
+}
+
+function consentForm(base: string, uid: string, client: string, scopes: string[]): string {
+  return page(
+    'Authorize',
+    `<p>Application <b>${escapeHtml(client)}</b> asks for: ${scopes.map((s) => `<code>${escapeHtml(s)}</code>`).join(', ') || 'sign-in only'}.</p>
+<form method="post" action="${escapeHtml(`${base}/${uid}/confirm`)}"><button type="submit" name="action" value="confirm">Allow</button></form>
+<form method="post" action="${escapeHtml(`${base}/${uid}/abort`)}"><button type="submit">Deny</button></form>`,
+  );
+}
+
+/** Handles one request under `base` (= `<issuer path>/interaction`); `rest` is the path after it. */
+export async function handleInteraction(
+  provider: Provider,
+  store: IdentityStore,
+  base: string,
+  rest: string,
+  req: IncomingMessage,
+  res: ServerResponse,
+  events: InteractionEvents,
+): Promise<void> {
+  const match = /^\/([A-Za-z0-9_-]{1,128})(?:\/(login|confirm|abort))?$/.exec(rest);
+  if (match === null) {
+    send(res, 404, page('Not found', '<p>No such page.</p>'));
+    return;
+  }
+  const uid = match[1] as string;
+  const action = match[2];
+  let details;
+  try {
+    details = await provider.interactionDetails(req, res);
+  } catch {
+    send(
+      res,
+      400,
+      page('Sign-in expired', '<p>This sign-in is no longer valid. Start again from the application.</p>'),
+    );
+    return;
+  }
+  if (details.uid !== uid) {
+    send(res, 400, page('Sign-in expired', '<p>This sign-in does not match your browser session.</p>'));
+    return;
+  }
+  const client = str(details.params['client_id']);
+  const method = req.method ?? 'GET';
+
+  if (action === undefined) {
+    if (method !== 'GET') {
+      send(res, 405, page('Not allowed', ''));
+      return;
+    }
+    if (details.prompt.name === 'login') send(res, 200, loginForm(base, uid, client));
+    else
+      send(res, 200, consentForm(base, uid, client, str(details.params['scope']).split(' ').filter(Boolean)));
+    return;
+  }
+  if (method !== 'POST') {
+    send(res, 405, page('Not allowed', ''));
+    return;
+  }
+  const form = await readForm(req);
+  if (form === undefined) {
+    send(res, 413, page('Too large', ''));
+    return;
+  }
+
+  if (action === 'abort') {
+    await provider.interactionFinished(
+      req,
+      res,
+      { error: 'access_denied', error_description: 'the user cancelled the sign-in' },
+      { mergeWithLastSubmission: false },
+    );
+    return;
+  }
+
+  if (action === 'login') {
+    if (details.prompt.name !== 'login') {
+      send(res, 400, page('Already signed in', ''));
+      return;
+    }
+    const username = form.get('username') ?? '';
+    const password = form.get('password') ?? '';
+    const user = store.findByLogin(username);
+    // verifyPassword refuses > 72 bytes; a leftover hash typed as the password simply does not match.
+    const ok = user !== undefined && (await verifyPassword(password, user.password_hash));
+    if (!ok) {
+      events.loginFailed();
+      send(res, 401, loginForm(base, uid, client, 'Invalid username or password.', username));
+      return;
+    }
+    events.loginSucceeded();
+    await provider.interactionFinished(
+      req,
+      res,
+      { login: { accountId: user.user_id } },
+      { mergeWithLastSubmission: false },
+    );
+    return;
+  }
+
+  // confirm
+  if (details.prompt.name !== 'consent' || details.session?.accountId === undefined) {
+    send(res, 400, page('Not signed in', ''));
+    return;
+  }
+  const prompt = details.prompt.details as {
+    missingOIDCScope?: string[];
+    missingOIDCClaims?: string[];
+    missingResourceScopes?: Record<string, string[]>;
+  };
+  const grant =
+    (details.grantId === undefined ? undefined : await provider.Grant.find(details.grantId)) ??
+    new provider.Grant({ accountId: details.session.accountId, clientId: client });
+  if (prompt.missingOIDCScope !== undefined) grant.addOIDCScope(prompt.missingOIDCScope.join(' '));
+  if (prompt.missingOIDCClaims !== undefined) grant.addOIDCClaims(prompt.missingOIDCClaims);
+  for (const [resource, scopes] of Object.entries(prompt.missingResourceScopes ?? {}))
+    grant.addResourceScope(resource, scopes.join(' '));
+  const grantId = await grant.save();
+  await provider.interactionFinished(req, res, { consent: { grantId } }, { mergeWithLastSubmission: true });
+}

@@ -1,0 +1,112 @@
+// Settings of svc-identity: `config/oidc.yaml` (under SVC_HOME) overlaid by the environment
+// (CONTRACT §3). Only non-secret values live here; secrets come from work/auth/secrets/.
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+
+export interface IdentitySettings {
+  readonly home: string;
+  readonly workDir: string;
+  readonly mode: 'builtin' | 'external';
+  /** Loopback address of both listeners. */
+  readonly host: string;
+  readonly issuerPort: number;
+  readonly telemetryPort: number;
+  /** `SVC_AUTH_PASSWORD_FLOW=false` or `OIDC.password_flow: false` turn the password grant off. */
+  readonly passwordFlow: boolean;
+  /** Redirect URIs of the browser client `svc-web`. */
+  readonly webRedirectUris: readonly string[];
+}
+
+export class SettingsError extends Error {}
+
+export const DEFAULT_WEB_REDIRECT_URIS = [
+  'https://127.0.0.1:6060/auth/callback',
+  'https://localhost:6060/auth/callback',
+  'http://127.0.0.1:6064/callback',
+];
+
+function port(value: string | number | undefined, name: string, fallback: number): number {
+  if (value === undefined || value === '') return fallback;
+  const n = typeof value === 'number' ? value : Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new SettingsError(`${name}: not a port number`);
+  return n;
+}
+
+function flag(value: string | undefined, name: string): boolean | undefined {
+  if (value === undefined || value === '') return undefined;
+  if (/^(true|1|yes|on)$/i.test(value)) return true;
+  if (/^(false|0|no|off)$/i.test(value)) return false;
+  throw new SettingsError(`${name}: expected true or false`);
+}
+
+interface OidcFile {
+  OIDC?: {
+    password_flow?: unknown;
+    web_redirect_uris?: unknown;
+    issuer_port?: unknown;
+    telemetry_port?: unknown;
+  };
+}
+
+/** Reads `<home>/config/oidc.yaml` (absent → defaults). Exported for the daemon's builtin wiring. */
+export async function readOidcFile(home: string): Promise<OidcFile> {
+  let text: string;
+  try {
+    text = await readFile(join(home, 'config', 'oidc.yaml'), 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return {};
+    throw error;
+  }
+  const parsed: unknown = parseYaml(text);
+  if (parsed === null || parsed === undefined) return {};
+  if (typeof parsed !== 'object' || Array.isArray(parsed))
+    throw new SettingsError('config/oidc.yaml: not a mapping');
+  return parsed;
+}
+
+/** Whether the password grant is on: the variable wins over the file; default on. */
+export function passwordFlowEnabled(file: OidcFile, env: NodeJS.ProcessEnv): boolean {
+  const fromEnv = flag(env['SVC_AUTH_PASSWORD_FLOW'], 'SVC_AUTH_PASSWORD_FLOW');
+  if (fromEnv !== undefined) return fromEnv;
+  const fromFile = file.OIDC?.password_flow;
+  if (fromFile === undefined || fromFile === null) return true;
+  if (typeof fromFile !== 'boolean')
+    throw new SettingsError('config/oidc.yaml: OIDC.password_flow must be true or false');
+  return fromFile;
+}
+
+export async function loadIdentitySettings(
+  env: NodeJS.ProcessEnv,
+  defaultHome: string,
+): Promise<IdentitySettings> {
+  const home = env['SVC_HOME'] || defaultHome;
+  const file = await readOidcFile(home);
+  const modeEnv = env['SVC_AUTH_MODE'] || 'builtin';
+  if (modeEnv !== 'builtin' && modeEnv !== 'external')
+    throw new SettingsError(`SVC_AUTH_MODE: expected builtin or external`);
+  const uris = file.OIDC?.web_redirect_uris;
+  if (
+    uris !== undefined &&
+    (!Array.isArray(uris) || !uris.every((u) => typeof u === 'string' && URL.canParse(u)))
+  )
+    throw new SettingsError('config/oidc.yaml: OIDC.web_redirect_uris must be a list of URLs');
+  return {
+    home,
+    workDir: join(home, 'work'),
+    mode: modeEnv,
+    host: '127.0.0.1',
+    issuerPort: port(
+      env['SVC_ISSUER_PORT'],
+      'SVC_ISSUER_PORT',
+      port(file.OIDC?.issuer_port as number | undefined, 'OIDC.issuer_port', 6062),
+    ),
+    telemetryPort: port(
+      env['SVC_AUTH_TELEMETRY_PORT'],
+      'SVC_AUTH_TELEMETRY_PORT',
+      port(file.OIDC?.telemetry_port as number | undefined, 'OIDC.telemetry_port', 6063),
+    ),
+    passwordFlow: passwordFlowEnabled(file, env),
+    webRedirectUris: (uris as string[] | undefined) ?? DEFAULT_WEB_REDIRECT_URIS,
+  };
+}
