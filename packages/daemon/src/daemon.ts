@@ -8,6 +8,7 @@ import type { Server as HttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Server as TlsServer } from 'node:tls';
 import { join } from 'node:path';
+import { bootstrapCredentials, loadCredentials } from '../../identity/src/credentials/bootstrap.ts';
 import { createDispatcher, type Authenticator } from './api/dispatcher.ts';
 import { operations } from './api/operations/index.ts';
 import { Router } from './api/router.ts';
@@ -90,6 +91,14 @@ export async function startDaemon(
 
   const tls = await loadTlsMaterial({ workDir: work, hostName: config.hostName, configured: config.tls });
   const crypter = await loadOrCreateMasterKey(join(work, 'auth', 'secrets', 'secret-master-key'));
+  if (config.authMode === 'builtin') {
+    // Credential files (spec "Password rules" 3): create the missing ones on first start, then refuse
+    // to start on any violation; the CredentialError names the file, the line and the rule.
+    const adminPasswordFile = process.env['SVC_ADMIN_PASSWORD_FILE'];
+    const { created } = await bootstrapCredentials(work, { mode: 'builtin', adminPasswordFile });
+    if (created.length > 0) logger.info('credential files created', { files: created });
+    await loadCredentials(work, { mode: 'builtin' });
+  }
   const policy = await PolicyStore.open(join(work, 'auth', 'policy.yaml'), {
     seed: config.authMode === 'builtin' ? BUILTIN_SEED : {},
   });
