@@ -80,7 +80,11 @@ export function restClient(baseUrl: string, ca: string): ApiClient {
             port: url.port,
             method,
             path: path + query,
-            headers: { ...headers, 'content-length': String(body.length) },
+            headers: {
+              ...headers,
+              'content-length': String(body.length),
+              ...(body.length > 1024 * 1024 ? { expect: '100-continue' } : {}),
+            },
             ca,
             agent: false,
           },
@@ -96,7 +100,10 @@ export function restClient(baseUrl: string, ca: string): ApiClient {
           },
         );
         req.on('error', reject);
-        req.end(body);
+        // Like curl, announce a large body with `Expect: 100-continue` and send it only when the
+        // server agrees; a server that refuses early (413) never receives it.
+        if (body.length > 1024 * 1024) req.on('continue', () => req.end(body));
+        else req.end(body);
       });
     },
     async close() {},

@@ -59,6 +59,17 @@ export function createRestServer(options: RestTransportOptions): Server {
     else socket.destroy();
   });
 
+  // `Expect: 100-continue` (curl sends it for large bodies): refuse an oversized body before the
+  // client sends it; otherwise let the body come and handle the request as usual.
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
+    if (Number(req.headers['content-length'] ?? 0) > limits.maxBodyBytes) {
+      send(res, tooLarge(limits.maxBodyBytes));
+      return;
+    }
+    res.writeContinue();
+    server.emit('request', req, res);
+  });
+
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
     handle(req, res).catch((error: unknown) => {
       logger.error('REST handler failed', { error: error as Error });

@@ -40,17 +40,26 @@ export function createTcpServer(options: TcpTransportOptions): Server {
     socket.setNoDelay(true);
     socket.setKeepAlive(true, 30_000);
     const decoder = new FrameDecoder({ maxBodyBytes: limits.maxFrameBytes });
+    let corked = false;
     const session = new WireSession({
       transport: 'tcp',
       remoteAddress: remote,
       dispatch: options.dispatch,
       logger,
       sink: {
+        // Writes made in one turn of the event loop (an event pushed to many subscriptions, a
+        // burst of responses) leave in one writev: cork on the first, uncork after the turn.
         write: (bytes) => {
-          socket.cork();
+          if (!corked) {
+            corked = true;
+            socket.cork();
+            queueMicrotask(() => {
+              corked = false;
+              socket.uncork();
+            });
+          }
           socket.write(encodeFrameHeader(bytes.byteLength));
           socket.write(bytes);
-          socket.uncork();
         },
         bufferedBytes: () => socket.writableLength,
         pause: () => socket.pause(),
