@@ -25,7 +25,7 @@ afterAll(async () => {
   await fixture?.close();
 });
 
-const rejection = (code: grpc.status) => expect.objectContaining({ code });
+const rejection = (code: grpc.status): unknown => expect.objectContaining({ code }) as unknown;
 
 describe('mutual TLS', () => {
   it('refuses a client without a certificate (14 UNAVAILABLE)', async () => {
@@ -125,8 +125,12 @@ describe('Passwords', () => {
     const long = 'é'.repeat(37); // 74 bytes
     const refused = client.Passwords.CreateUser({ email: 'bob@example.com', password: long });
     await expect(refused).rejects.toEqual(rejection(grpc.status.INVALID_ARGUMENT));
-    await expect(refused).rejects.toMatchObject({ details: expect.stringMatching(/at most 72 bytes/) });
-    await expect(refused).rejects.not.toMatchObject({ details: expect.stringContaining(long) });
+    const details = await refused.then(
+      () => '',
+      (error: unknown) => (error as { details: string }).details,
+    );
+    expect(details).toMatch(/at most 72 bytes/);
+    expect(details).not.toContain(long);
     await expect(client.Passwords.CreateUser({ email: 'bob@example.com', password: '' })).rejects.toEqual(
       rejection(grpc.status.INVALID_ARGUMENT),
     );
