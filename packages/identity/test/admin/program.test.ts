@@ -1,0 +1,142 @@
+// The svc-auth-admin program as the daemon runs it (a child process): SVC_AUTH_ADMIN_UI=off idles
+// without a listener, on serves the UI against the gRPC API, a non-loopback listener is refused.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import { createServer, type AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { adminUiEnabled } from '../../src/admin/program.ts';
+import { startAdminFixture, type AdminFixture } from './fixture.ts';
+
+const BIN = join(import.meta.dirname, '..', '..', 'bin', 'svc-auth-admin.ts');
+
+let fixture: AdminFixture;
+beforeAll(async () => {
+  fixture = await startAdminFixture();
+});
+afterAll(async () => {
+  await fixture?.close();
+});
+
+interface Running {
+  child: ChildProcess;
+  /** Resolves with stdout once `pattern` matched it. */
+  output(pattern: RegExp): Promise<RegExpExecArray>;
+  exited: Promise<{ code: number | null; stderr: string }>;
+}
+
+function run(env: Record<string, string>): Running {
+  const child = spawn(process.execPath, [BIN], {
+    env: { PATH: process.env['PATH'], HOME: process.env['HOME'], SVC_HOME: fixture.home, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  const waiters: (() => void)[] = [];
+  child.stdout.on('data', (chunk: Buffer) => {
+    stdout += chunk.toString('utf8');
+    for (const wake of waiters.splice(0)) wake();
+  });
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+  const exited = new Promise<{ code: number | null; stderr: string }>((resolve) =>
+    child.once('exit', (code) => resolve({ code, stderr })),
+  );
+  const output = (pattern: RegExp): Promise<RegExpExecArray> =>
+    new Promise((resolve, reject) => {
+      const check = (): void => {
+        const match = pattern.exec(stdout);
+        if (match !== null) resolve(match);
+        else waiters.push(check);
+      };
+      void exited.then(({ code }) => reject(new Error(`exited with ${code}: ${stderr}`)));
+      check();
+    });
+  return { child, output, exited };
+}
+
+async function stop(running: Running): Promise<number | null> {
+  if (running.child.exitCode === null && running.child.signalCode === null) running.child.kill('SIGTERM');
+  return (await running.exited).code;
+}
+
+/** A port nobody listens on (bound, then released). */
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const probe = createServer();
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as AddressInfo;
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+describe('svc-auth-admin', () => {
+  it('reads SVC_AUTH_ADMIN_UI as on (default) or off', () => {
+    expect([undefined, '', 'on', 'ON', 'off', ' Off '].map((v) => adminUiEnabled(v))).toEqual([
+      true,
+      true,
+      true,
+      true,
+      false,
+      false,
+    ]);
+    expect(() => adminUiEnabled('no')).toThrow(/SVC_AUTH_ADMIN_UI: expected on or off/);
+  });
+
+  it('with SVC_AUTH_ADMIN_UI=off stays up without serving, and stops on SIGTERM', async () => {
+    const port = await freePort();
+    const running = run({
+      SVC_AUTH_ADMIN_UI: 'off',
+      SVC_AUTH_ADMIN_LISTEN: `127.0.0.1:${port}`,
+      SVC_AUTH_GRPC_LISTEN: fixture.server.target,
+    });
+    try {
+      await running.output(/administration UI is disabled \(SVC_AUTH_ADMIN_UI=off\); idling/);
+      await expect(fetch(`http://127.0.0.1:${port}/healthz`)).rejects.toThrow();
+      expect(running.child.exitCode).toBeNull();
+      const ports = JSON.parse(await readFile(join(fixture.workDir, 'ports.json'), 'utf8')) as Record<
+        string,
+        number
+      >;
+      expect(ports['admin_ui']).toBeUndefined();
+    } finally {
+      expect(await stop(running)).toBe(0);
+    }
+  });
+
+  it('with the UI on serves it against the gRPC API and records its ephemeral port', async () => {
+    const running = run({
+      SVC_AUTH_ADMIN_LISTEN: '127.0.0.1:0',
+      SVC_AUTH_GRPC_LISTEN: fixture.server.target,
+    });
+    try {
+      const [, url] = await running.output(/administration UI listening on (http:\/\/127\.0\.0\.1:\d+)/);
+      const ports = JSON.parse(await readFile(join(fixture.workDir, 'ports.json'), 'utf8')) as Record<
+        string,
+        number
+      >;
+      expect(`http://127.0.0.1:${ports['admin_ui']}`).toBe(url);
+      const response = await fetch(`${url!}/api/users`);
+      expect(response.status).toBe(200);
+      expect(((await response.json()) as { users: { email: string }[] }).users.map((u) => u.email)).toContain(
+        'admin@svc.local',
+      );
+    } finally {
+      expect(await stop(running)).toBe(0);
+    }
+  });
+
+  it('refuses a non-loopback listener', async () => {
+    for (const env of [
+      { SVC_AUTH_ADMIN_LISTEN: '0.0.0.0:6064' },
+      { SVC_AUTH_GRPC_LISTEN: '192.0.2.7:5557' },
+    ]) {
+      const running = run({ SVC_AUTH_GRPC_LISTEN: fixture.server.target, ...env });
+      const { code, stderr } = await running.exited;
+      expect(code).toBe(1);
+      expect(stderr).toMatch(
+        /svc-auth-admin: cannot start: SVC_AUTH_(ADMIN|GRPC)_LISTEN: \S+ is not a loopback address/,
+      );
+    }
+  });
+});

@@ -1,0 +1,61 @@
+// The bundled system application `authadmin` (apps/authadmin.yaml) in a real daemon: it loads as a
+// system app, and the REST API refuses to re-enable (or disable, replace, delete) it — re-enabling
+// needs local access (spec "Administration UI"). The bundled file is copied into a temp SVC_HOME
+// with its command replaced by `sleep`, so the test does not start the real UI on 6064.
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { startTestDaemon, type TestDaemon } from '@svc/testkit';
+import { parse, stringify } from 'yaml';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const BUNDLED = join(import.meta.dirname, '..', '..', '..', '..', 'apps', 'authadmin.yaml');
+
+let daemon: TestDaemon;
+let bundled: Record<string, unknown>;
+beforeAll(async () => {
+  bundled = parse(await readFile(BUNDLED, 'utf8')) as Record<string, unknown>;
+  daemon = await startTestDaemon({
+    files: { 'apps/authadmin.yaml': stringify({ ...bundled, command: 'sleep 600' }) },
+  });
+});
+afterAll(async () => {
+  await daemon?.close();
+});
+
+describe('system application authadmin', () => {
+  it('is bundled as a system app running svc-auth-admin', () => {
+    expect(bundled).toMatchObject({
+      name: 'authadmin',
+      system: true,
+      command: 'node packages/identity/bin/svc-auth-admin.ts',
+    });
+  });
+
+  it('cannot be re-enabled (or otherwise changed) through the REST API: 403 system_app', async () => {
+    const rest = daemon.rest();
+    const token = await daemon.token('admin');
+    const app = await rest.call('GET', '/svc/app/authadmin', { token });
+    expect(app.status, app.text()).toBe(200);
+    expect(app.json()).toMatchObject({ name: 'authadmin', system: true });
+    for (const [method, path, body] of [
+      ['POST', '/svc/app/authadmin/enable', undefined],
+      ['POST', '/svc/app/authadmin/disable', undefined],
+      ['POST', '/svc/app/authadmin/enable', undefined],
+      ['PUT', '/svc/app/authadmin', { command: 'sleep 1' }],
+      ['DELETE', '/svc/app/authadmin', undefined],
+    ] as const) {
+      const refused = await rest.call(method, path, { token, ...(body === undefined ? {} : { body }) });
+      expect([method, path, refused.status], refused.text()).toEqual([method, path, 403]);
+      expect(refused.text()).toContain('system_app');
+    }
+    expect((await rest.call('GET', '/svc/app/authadmin', { token })).json()).toMatchObject({ status: 1 });
+  });
+
+  it('is invisible to a non-admin, who may not enable anything', async () => {
+    const token = await daemon.token('viewer');
+    expect((await daemon.rest().call('GET', '/svc/app/authadmin', { token })).status).toBe(404);
+    const refused = await daemon.rest().call('POST', '/svc/app/authadmin/enable', { token });
+    expect(refused.status).toBe(403);
+    expect(refused.text()).toContain('forbidden');
+  });
+});
