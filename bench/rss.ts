@@ -24,12 +24,17 @@ export const rssBenchmark: Benchmark = {
     const at200: Row[] = [];
     const perProcess: Row[] = [];
     const at100: Row[] = [];
+    const marginal: Row[] = [];
     for (const kind of ctx.managers) {
       log(`rss: ${kind}`);
       const manager = await startManager(kind, ctx);
       try {
         const rss0 = await settledRss(manager, ctx.quick);
-        const specs = Array.from({ length: 200 }, (_, i) => ({ name: `rss-${i}`, argv: ['sleep', '600'], restart: false }));
+        const specs = Array.from({ length: 200 }, (_, i) => ({
+          name: `rss-${i}`,
+          argv: ['sleep', '600'],
+          restart: false,
+        }));
         await manager.prepare(specs);
         for (const spec of specs.slice(0, 100)) await manager.start(spec);
         const rss100 = await settledRss(manager, ctx.quick);
@@ -38,14 +43,44 @@ export const rssBenchmark: Benchmark = {
         at100.push({ subject: kind, value: rss100 / 1024 });
         at200.push({ subject: kind, value: rss200 / 1024, note: `${(rss0 / 1024).toFixed(1)} MiB at 0` });
         perProcess.push({ subject: kind, value: (rss200 - rss0) / 200 });
+        marginal.push({ subject: kind, value: (rss200 - rss100) / 100 });
       } finally {
         await manager.close();
       }
     }
     return [
-      { id: '4a', title: 'Manager RSS with 200 processes', unit: 'MiB', better: 'lower', target: '≤ 70 MiB', rows: at200 },
-      { id: '4b', title: 'RSS per extra process ((RSS(200) − RSS(0)) / 200)', unit: 'KiB', better: 'lower', target: '≤ 30 KiB', rows: perProcess },
-      { id: '8', title: 'Daemon RSS with 100 registered running apps', unit: 'MiB', better: 'lower', rows: at100 },
+      {
+        id: '4a',
+        title: 'Manager RSS with 200 processes',
+        unit: 'MiB',
+        better: 'lower',
+        target: '≤ 70 MiB',
+        rows: at200,
+      },
+      {
+        id: '4b',
+        title: 'RSS per extra process ((RSS(200) − RSS(0)) / 200)',
+        unit: 'KiB',
+        better: 'lower',
+        target: '≤ 30 KiB',
+        rows: perProcess,
+      },
+      {
+        // 4b includes one-off warm-up (code paged in and compiled on the first starts); this is
+        // what each further process costs once the manager is warm.
+        id: '4c',
+        title: 'RSS per extra process once warm ((RSS(200) − RSS(100)) / 100)',
+        unit: 'KiB',
+        better: 'lower',
+        rows: marginal,
+      },
+      {
+        id: '8',
+        title: 'Daemon RSS with 100 registered running apps',
+        unit: 'MiB',
+        better: 'lower',
+        rows: at100,
+      },
     ];
   },
 };
