@@ -95,13 +95,21 @@ export async function authMode(home: string, env: NodeJS.ProcessEnv): Promise<Au
   return mode;
 }
 
-async function boundPorts(home: string): Promise<Record<string, unknown>> {
+async function readPortsFile(file: string): Promise<Record<string, unknown>> {
   try {
-    const value: unknown = JSON.parse(await readFile(join(home, 'work', 'ports.json'), 'utf8'));
+    const value: unknown = JSON.parse(await readFile(file, 'utf8'));
     return typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : {};
   } catch {
     return {};
   }
+}
+
+/** Bound ports: work/ports.json (svcd), over work/ports.identity.json (svc-identity's own record). */
+async function boundPorts(home: string): Promise<Record<string, unknown>> {
+  return {
+    ...(await readPortsFile(join(home, 'work', 'ports.identity.json'))),
+    ...(await readPortsFile(join(home, 'work', 'ports.json'))),
+  };
 }
 
 /** The issuer's token endpoint: port from work/ports.json `issuer`, else SVC_ISSUER_PORT, else 6062. */
