@@ -75,6 +75,8 @@ export interface IdentityProvider {
   handle(req: IncomingMessage, res: ServerResponse): void;
   /** Applies a due key rotation now (also done on each request and by the server's timer). */
   refreshKeys(): void;
+  /** A regenerated `svc-automation` secret (admin API): applies to the next request. */
+  setAutomationSecret(secret: string): void;
 }
 
 function oauthError(res: ServerResponse, status: number, error: string, description: string): void {
@@ -159,7 +161,7 @@ export function createIdentityProvider(options: IdentityProviderOptions): Identi
   const issuerPath = new URL(options.issuer).pathname.replace(/\/+$/, '');
   const interactionBase = `${issuerPath}/interaction`;
   const noRotation = new WeakSet<object>();
-  const clients = clientMetadata({
+  let clients = clientMetadata({
     automationSecret: options.automationSecret,
     passwordFlow: options.passwordFlow,
     webRedirectUris: options.webRedirectUris ?? [],
@@ -253,9 +255,8 @@ export function createIdentityProvider(options: IdentityProviderOptions): Identi
             throw failedSignIn();
           }
           telemetry.count('logins_succeeded');
-          const requested = new Set(
-            typeof params['scope'] === 'string' ? params['scope'] : 'openid'.split(' ').filter(Boolean),
-          );
+          const scopeParam = typeof params['scope'] === 'string' ? params['scope'] : 'openid';
+          const requested = new Set(scopeParam.split(' ').filter(Boolean));
           const resource = params['resource'];
           if (resource !== undefined && resource !== API_RESOURCE)
             throw new errors.InvalidRequest('unknown resource indicator');
@@ -442,6 +443,14 @@ export function createIdentityProvider(options: IdentityProviderOptions): Identi
     keys,
     telemetry,
     refreshKeys,
+    setAutomationSecret(secret) {
+      clients = clientMetadata({
+        automationSecret: secret,
+        passwordFlow: options.passwordFlow,
+        webRedirectUris: options.webRedirectUris ?? [],
+      });
+      current = build();
+    },
     handle(req, res) {
       dispatch(req, res).catch((error: unknown) => {
         telemetry.count('server_errors');
