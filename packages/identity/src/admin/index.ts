@@ -42,4 +42,10 @@ export {
   type AdminRpcError,
 } from './grpc-client.ts';
 export { startAdminUi, type AdminUi, type AdminUiOptions } from './ui/server.ts';
-export { runAdminUiProgram, type AdminUiProgram, type AdminUiProgramOptions } from './program.ts';
+export {
+  adminUiEnabled,
+  adminUiPortsFile,
+  runAdminUiProgram,
+  type AdminUiProgram,
+  type AdminUiProgramOptions,
+} from './program.ts';

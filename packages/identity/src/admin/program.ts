@@ -4,8 +4,10 @@
 //                           system app stays up for health checks (spec "Administration UI")
 //   SVC_AUTH_ADMIN_LISTEN   the UI listener (default 127.0.0.1:6064, loopback only)
 //   SVC_AUTH_GRPC_LISTEN    where svc-identity serves the gRPC API (default 127.0.0.1:5557); with
-//                           port 0 the bound port is read from work/ports.json (`grpc`)
-import { readFile } from 'node:fs/promises';
+//                           port 0 the bound port is read from work/ports.json, else
+//                           work/ports.identity.json (`grpc`)
+// The bound UI port goes to work/ports.authadmin.json (`admin_ui`), removed when off or stopped.
+import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../credentials/index.ts';
 import { createAdminClient, type AdminClient } from './grpc-client.ts';
@@ -34,21 +36,27 @@ export function adminUiEnabled(value: string | undefined): boolean {
   throw new Error(`SVC_AUTH_ADMIN_UI: expected on or off, got ${JSON.stringify(value)}`);
 }
 
-async function readPorts(workDir: string): Promise<Record<string, number>> {
+async function readPorts(file: string): Promise<Record<string, number>> {
   try {
-    return JSON.parse(await readFile(join(workDir, 'ports.json'), 'utf8')) as Record<string, number>;
+    return JSON.parse(await readFile(file, 'utf8')) as Record<string, number>;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return {};
     throw error;
   }
 }
 
-/** Record (or remove) `admin_ui` in work/ports.json, keeping the other listeners' entries. */
+/**
+ * This program's own ports record, `work/ports.authadmin.json` (`admin_ui`): one writer per file,
+ * svcd merges it into work/ports.json (PortsFile.mergeFrom, as for ports.identity.json).
+ */
+export function adminUiPortsFile(workDir: string): string {
+  return join(workDir, 'ports.authadmin.json');
+}
+
 async function recordPort(workDir: string, port: number | undefined): Promise<void> {
-  const ports = await readPorts(workDir);
-  if (port === undefined) delete ports['admin_ui'];
-  else ports['admin_ui'] = port;
-  await writeFileAtomic(join(workDir, 'ports.json'), JSON.stringify(ports, null, 2) + '\n', { mode: 0o644 });
+  const file = adminUiPortsFile(workDir);
+  if (port === undefined) await rm(file, { force: true });
+  else await writeFileAtomic(file, JSON.stringify({ admin_ui: port }, null, 2) + '\n', { mode: 0o644 });
 }
 
 export async function runAdminUiProgram(options: AdminUiProgramOptions): Promise<AdminUiProgram> {
@@ -64,9 +72,11 @@ export async function runAdminUiProgram(options: AdminUiProgramOptions): Promise
   );
   let grpcPort = grpcAddress.port;
   if (grpcPort === 0) {
-    const recorded = (await readPorts(workDir))['grpc'];
+    const recorded =
+      (await readPorts(join(workDir, 'ports.json')))['grpc'] ??
+      (await readPorts(join(workDir, 'ports.identity.json')))['grpc'];
     if (recorded === undefined)
-      throw new Error('SVC_AUTH_GRPC_LISTEN has port 0 and work/ports.json names no grpc listener yet');
+      throw new Error('SVC_AUTH_GRPC_LISTEN has port 0 and no ports file names the grpc listener yet');
     grpcPort = recorded;
   }
   const tls = await loadOrCreateAdminTls(workDir);
@@ -87,16 +97,14 @@ export async function runAdminUiProgram(options: AdminUiProgramOptions): Promise
     client.close();
     throw error;
   }
-  if (
-    parseLoopbackListen(env['SVC_AUTH_ADMIN_LISTEN'] || '127.0.0.1:6064', 'SVC_AUTH_ADMIN_LISTEN').port === 0
-  )
-    await recordPort(workDir, ui.port);
+  await recordPort(workDir, ui.port);
   log(`svc-auth-admin: administration UI listening on ${ui.url} (gRPC ${grpcAddress.host}:${grpcPort})`);
   return {
     ui,
     async close() {
       await ui.close();
       client.close();
+      await recordPort(workDir, undefined);
     },
   };
 }

@@ -94,27 +94,24 @@ describe('svc-auth-admin', () => {
       await running.output(/administration UI is disabled \(SVC_AUTH_ADMIN_UI=off\); idling/);
       await expect(fetch(`http://127.0.0.1:${port}/healthz`)).rejects.toThrow();
       expect(running.child.exitCode).toBeNull();
-      const ports = JSON.parse(await readFile(join(fixture.workDir, 'ports.json'), 'utf8')) as Record<
-        string,
-        number
-      >;
-      expect(ports['admin_ui']).toBeUndefined();
+      await expect(readFile(join(fixture.workDir, 'ports.authadmin.json'))).rejects.toMatchObject({
+        code: 'ENOENT',
+      });
     } finally {
       expect(await stop(running)).toBe(0);
     }
   });
 
-  it('with the UI on serves it against the gRPC API and records its ephemeral port', async () => {
+  it('with the UI on serves it against the gRPC API and records its port in ports.authadmin.json', async () => {
     const running = run({
       SVC_AUTH_ADMIN_LISTEN: '127.0.0.1:0',
       SVC_AUTH_GRPC_LISTEN: fixture.server.target,
     });
     try {
       const [, url] = await running.output(/administration UI listening on (http:\/\/127\.0\.0\.1:\d+)/);
-      const ports = JSON.parse(await readFile(join(fixture.workDir, 'ports.json'), 'utf8')) as Record<
-        string,
-        number
-      >;
+      const ports = JSON.parse(
+        await readFile(join(fixture.workDir, 'ports.authadmin.json'), 'utf8'),
+      ) as Record<string, number>;
       expect(`http://127.0.0.1:${ports['admin_ui']}`).toBe(url);
       const response = await fetch(`${url!}/api/users`);
       expect(response.status).toBe(200);
@@ -124,6 +121,10 @@ describe('svc-auth-admin', () => {
     } finally {
       expect(await stop(running)).toBe(0);
     }
+    // Stopped: its record is gone (svcd then drops admin_ui from ports.json).
+    await expect(readFile(join(fixture.workDir, 'ports.authadmin.json'))).rejects.toMatchObject({
+      code: 'ENOENT',
+    });
   });
 
   it('refuses a non-loopback listener', async () => {
