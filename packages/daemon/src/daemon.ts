@@ -7,8 +7,9 @@ import { chmod, mkdir, readFile } from 'node:fs/promises';
 import type { Server as HttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Server as TlsServer } from 'node:tls';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { bootstrapCredentials, loadCredentials } from '../../identity/src/credentials/bootstrap.ts';
+import { passwordFlowEnabled, readOidcFile } from '../../identity/src/provider/settings.ts';
 import { createDispatcher, type Authenticator } from './api/dispatcher.ts';
 import { operations } from './api/operations/index.ts';
 import { Router } from './api/router.ts';
@@ -17,7 +18,7 @@ import type { ApiRequest, ApiResponse } from './api/types.ts';
 import { authorize, wwwAuthenticate } from './auth/authorizer.ts';
 import { PolicyStore } from './auth/policy-store.ts';
 import { createOidcTokenVerifier } from './auth/token-verifier.ts';
-import type { DaemonConfig } from './config/config.ts';
+import { INSTALL_ROOT, type DaemonConfig } from './config/config.ts';
 import { HostConfigStore } from './config/host-config-store.ts';
 import { PortsFile } from './config/ports-file.ts';
 import { EventHub } from './events/event-hub.ts';
@@ -98,11 +99,16 @@ export async function startDaemon(
     const { created } = await bootstrapCredentials(work, { mode: 'builtin', adminPasswordFile });
     if (created.length > 0) logger.info('credential files created', { files: created });
     await loadCredentials(work, { mode: 'builtin' });
+    // The password grant is also off with `OIDC.password_flow: false` in config/oidc.yaml (spec).
+    config.passwordFlow = passwordFlowEnabled(await readOidcFile(config.home), process.env);
   }
   const policy = await PolicyStore.open(join(work, 'auth', 'policy.yaml'), {
     seed: config.authMode === 'builtin' ? BUILTIN_SEED : {},
   });
-  const verifier = createOidcTokenVerifier({ issuer: config.oidcIssuer, audience: config.oidcAudience });
+  let verifier = createOidcTokenVerifier({ issuer: config.oidcIssuer, audience: config.oidcAudience });
+  // Builtin mode with SVC_ISSUER_PORT=0: the issuer URL is known once svc-identity has bound its
+  // port (work/ports.identity.json, merged below); until then tokens fail as issuer-unavailable.
+  const issuerFromPorts = config.authMode === 'builtin' && new URL(config.oidcIssuer).port === '0';
   const hostConfig = await HostConfigStore.open(config);
   const guard = new ConnectionGuard(config.limits);
 
@@ -150,6 +156,23 @@ export async function startDaemon(
     logger: logger.child({ component: 'supervisor' }),
     stopGraceMs: config.stopGraceMs,
     bundledAppsDir: join(config.home, 'apps'),
+    // svc-identity is the built-in issuer: never started in external mode.
+    skipBundled: (name) => name === 'identity' && config.authMode !== 'builtin',
+    // Bundled programs get the daemon's settings and run on the daemon's own Node (`node` on PATH).
+    systemEnv: {
+      ...Object.fromEntries(
+        Object.entries(process.env).filter(
+          (entry): entry is [string, string] =>
+            entry[0].startsWith('SVC_') && entry[0] !== 'SVC_BEARER_TOKEN' && entry[1] !== undefined,
+        ),
+      ),
+      SVC_HOME: config.home,
+      SVC_AUTH_MODE: config.authMode,
+      SVC_ISSUER_PORT: String(config.issuerPort),
+      SVC_AUTH_PASSWORD_FLOW: String(config.passwordFlow),
+      PATH: [dirname(process.execPath), process.env['PATH']].filter(Boolean).join(':'),
+    },
+    systemCwd: INSTALL_ROOT,
     processKeySecret: await loadProcessKeySecret(join(work, 'auth', 'process-key.secret')),
   });
 
@@ -177,6 +200,14 @@ export async function startDaemon(
   const portsFile = new PortsFile(work);
   await portsFile.set('rest', restPort);
   await portsFile.set('tcp', tcpPort);
+  const stopPortsMerge =
+    config.authMode === 'builtin'
+      ? portsFile.mergeFrom('identity', (ports) => {
+          if (!issuerFromPorts || ports.issuer === undefined) return;
+          config.oidcIssuer = `http://127.0.0.1:${ports.issuer}/auth`;
+          verifier = createOidcTokenVerifier({ issuer: config.oidcIssuer, audience: config.oidcAudience });
+        })
+      : () => undefined;
   logger.info('svcd started', {
     rest: restPort,
     tcp: tcpPort,
@@ -201,6 +232,7 @@ export async function startDaemon(
         for (const socket of sockets) socket.destroy();
         await closed;
         events.close();
+        stopPortsMerge();
         await supervisor.detach();
         await logger.close();
       })();

@@ -54,6 +54,15 @@ export interface SupervisorOptions {
   healthIntervalMs?: number;
   /** Directory of bundled system apps (*.yaml, loaded trusted). */
   bundledAppsDir?: string;
+  /** Bundled apps not to load (e.g. `identity` in external auth mode). */
+  skipBundled?: (name: string) => boolean;
+  /**
+   * Extra environment of bundled system apps only (trusted programs of the install): the daemon's
+   * SVC_* settings and a PATH whose `node` is the daemon's own Node.
+   */
+  systemEnv?: Record<string, string>;
+  /** Working directory of a bundled system app that names none (the install root). */
+  systemCwd?: string;
   /** Key of the process keys: HMAC-SHA256(processKeySecret, process_uuid). */
   processKeySecret: Buffer;
   /** Test seams. */
@@ -221,7 +230,12 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
     snapshot.schedule();
   };
 
-  const envFor = (def: AppDefinition): Record<string, string> => ({ ...baseEnv, ...def.env, ...def.sec_env });
+  const envFor = (def: AppDefinition): Record<string, string> => ({
+    ...baseEnv,
+    ...(def.system ? options.systemEnv : undefined),
+    ...def.env,
+    ...def.sec_env,
+  });
 
   const host: LifecycleHost = {
     runner,
@@ -548,8 +562,13 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
   if (options.bundledAppsDir !== undefined) {
     const bundled = await new AppStore(options.bundledAppsDir, options.crypter, { trusted: true }).loadAll();
     for (const error of bundled.errors) logger.error('bundled application file rejected', error);
-    for (const def of bundled.apps) def.system = true;
-    loaded.push(...bundled.apps);
+    const wanted = bundled.apps.filter((def) => options.skipBundled?.(def.name) !== true);
+    for (const def of wanted) {
+      def.system = true;
+      if (def.working_dir === undefined && options.systemCwd !== undefined)
+        def.working_dir = options.systemCwd;
+    }
+    loaded.push(...wanted);
   }
   const stored = await store.loadAll();
   for (const error of stored.errors) logger.error('application file rejected (left in place)', error);
