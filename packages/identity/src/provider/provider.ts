@@ -35,8 +35,9 @@ import {
   PUBLIC_CLIENT_IDS,
   clientMetadata,
 } from './clients.ts';
-import { escapeHtml, handleInteraction } from './interaction.ts';
+import { escapeHtml, handleInteraction, page } from './interaction.ts';
 import { SIGNING_ALG, SigningKeyRing } from './keys.ts';
+import { DEFAULT_WEB_REDIRECT_URIS } from './settings.ts';
 import { RefreshReuse, REFRESH_REUSE_MS } from './refresh-reuse.ts';
 import { Telemetry } from './telemetry.ts';
 
@@ -164,7 +165,7 @@ export function createIdentityProvider(options: IdentityProviderOptions): Identi
   let clients = clientMetadata({
     automationSecret: options.automationSecret,
     passwordFlow: options.passwordFlow,
-    webRedirectUris: options.webRedirectUris ?? [],
+    webRedirectUris: options.webRedirectUris ?? DEFAULT_WEB_REDIRECT_URIS,
   });
 
   const findAccount = async (_ctx: unknown, id: string) => {
@@ -210,7 +211,58 @@ export function createIdentityProvider(options: IdentityProviderOptions): Identi
       },
       features: {
         devInteractions: { enabled: false },
-        deviceFlow: { enabled: true },
+        // Own minimal pages: the library's defaults load web fonts from a third-party origin.
+        deviceFlow: {
+          enabled: true,
+          userCodeInputSource: async (
+            ctx: KoaContextWithOIDC,
+            form: string,
+            _out: unknown,
+            error?: unknown,
+          ) => {
+            const message =
+              error === undefined
+                ? 'Enter the code displayed on your device.'
+                : 'The code is not valid or has expired. Try again.';
+            ctx.body = page(
+              'Connect a device',
+              `<p${error === undefined ? '' : ' class="error" role="alert"'}>${message}</p>${form}
+<label>Code<input name="user_code" form="op.deviceInputForm" autocomplete="off" autofocus required></label>
+<button type="submit" form="op.deviceInputForm">Continue</button>`,
+            );
+          },
+          userCodeConfirmSource: async (
+            ctx: KoaContextWithOIDC,
+            form: string,
+            client: { clientId: string },
+            _device: unknown,
+            userCode: string,
+          ) => {
+            ctx.body = page(
+              'Confirm the device',
+              `<p>Application <b>${escapeHtml(client.clientId)}</b> on a device showing the code <code>${escapeHtml(userCode)}</code> asks to sign in. Continue only if the code matches.</p>${form}
+<button type="submit" form="op.deviceConfirmForm" autofocus>Continue</button>
+<button type="submit" form="op.deviceConfirmForm" name="abort" value="yes">Abort</button>`,
+            );
+          },
+          successSource: async (ctx: KoaContextWithOIDC) => {
+            ctx.body = page('Device connected', '<p>Sign-in complete. You can return to your device.</p>');
+          },
+        },
+        rpInitiatedLogout: {
+          enabled: true,
+          logoutSource: async (ctx: KoaContextWithOIDC, form: string) => {
+            ctx.body = page(
+              'Sign out',
+              `<p>Sign out of svc?</p>${form}
+<button type="submit" form="op.logoutForm" name="logout" value="yes" autofocus>Sign out</button>
+<button type="submit" form="op.logoutForm">Stay signed in</button>`,
+            );
+          },
+          postLogoutSuccessSource: async (ctx: KoaContextWithOIDC) => {
+            ctx.body = page('Signed out', '<p>You are signed out.</p>');
+          },
+        },
         revocation: { enabled: true },
         clientCredentials: { enabled: true },
         resourceIndicators: {
@@ -447,7 +499,7 @@ export function createIdentityProvider(options: IdentityProviderOptions): Identi
       clients = clientMetadata({
         automationSecret: secret,
         passwordFlow: options.passwordFlow,
-        webRedirectUris: options.webRedirectUris ?? [],
+        webRedirectUris: options.webRedirectUris ?? DEFAULT_WEB_REDIRECT_URIS,
       });
       current = build();
     },

@@ -170,6 +170,32 @@ describe('svc-identity grants', () => {
     expect(tokens.refresh_token).toBeTypeOf('string');
   });
 
+  it('svc-web (registered redirect) and svc-mcp-user (loopback) reach the sign-in page; unknown scopes do not', async () => {
+    const cases = [
+      { client: 'svc-web', redirect: 'https://127.0.0.1:6060/auth/callback' },
+      { client: 'svc-mcp-user', redirect: 'http://127.0.0.1:61000/callback' },
+    ];
+    for (const { client, redirect } of cases) {
+      const config = await discover(idp.issuer, client);
+      const params = {
+        redirect_uri: redirect,
+        code_challenge: await oidc.calculatePKCECodeChallenge(oidc.randomPKCECodeVerifier()),
+        code_challenge_method: 'S256',
+      };
+      const page = await new FormBrowser().follow(
+        oidc.buildAuthorizationUrl(config, { ...params, scope: SCOPE }).href,
+      );
+      expect(page.status).toBe(200);
+      expect(page.html).toContain('Sign in to svc');
+      const refused = await new FormBrowser().request(
+        oidc.buildAuthorizationUrl(config, { ...params, scope: 'openid audience:server:client_id=svc-api' })
+          .href,
+      );
+      expect(refused.status).toBe(400);
+      expect(((await refused.json()) as { error: string }).error).toBe('invalid_request');
+    }
+  });
+
   it('authorization requests without PKCE are refused', async () => {
     const config = await discover(idp.issuer, 'svc-cli');
     const url = oidc.buildAuthorizationUrl(config, {
