@@ -35,7 +35,10 @@ try {
   }
   const credentials = await loadCredentials(settings.workDir, { mode: 'builtin' });
   const store = await UserStore.open(settings.workDir, { credentials });
+  // Grants are listed (and revocable) as sessions through the admin gRPC API.
+  const sessions = new InMemorySessionRegistry();
   const server = await startIdentityServer({
+    sessions,
     host: settings.host,
     issuerPort: settings.issuerPort,
     telemetryPort: settings.telemetryPort,
@@ -45,7 +48,6 @@ try {
     webRedirectUris: settings.webRedirectUris,
     log: (level, message, fields) => log(level, message, fields),
   });
-  const sessions = new InMemorySessionRegistry();
   const grpc = await startAdminGrpcServer({
     service: new AdminService({
       store,

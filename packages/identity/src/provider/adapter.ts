@@ -12,15 +12,30 @@ interface Entry {
 /** Bound on stored entries; the oldest are evicted first (a flood of abandoned interactions). */
 const MAX_ENTRIES = 100_000;
 
+/** Told when grants appear and disappear (the admin API lists them as sessions). */
+export interface GrantObserver {
+  saved(grantId: string, payload: AdapterPayload, expiresAt: number | undefined): void;
+  removed(grantId: string): void;
+}
+
 export class MemoryStore {
   readonly #entries = new Map<string, Entry>();
   readonly #grants = new Map<string, Set<string>>();
   readonly #userCodes = new Map<string, string>();
   readonly #uids = new Map<string, string>();
   readonly #now: () => number;
+  observer: GrantObserver | undefined;
 
   constructor(now: () => number = Date.now) {
     this.#now = now;
+  }
+
+  /** Ends a grant: every model issued under it (tokens, codes) and the grant itself. */
+  revokeGrant(grantId: string): void {
+    for (const stored of this.#grants.get(grantId) ?? []) this.#entries.delete(stored);
+    this.#grants.delete(grantId);
+    this.#entries.delete(`Grant:${grantId}`);
+    this.observer?.removed(grantId);
   }
 
   get size(): number {
@@ -45,10 +60,9 @@ export class MemoryStore {
           const oldest = this.#entries.keys().next();
           if (oldest.done !== true) this.#entries.delete(oldest.value);
         }
-        this.#entries.set(key(id), {
-          payload: { ...payload },
-          expiresAt: expiresIn > 0 ? this.#now() + expiresIn * 1000 : undefined,
-        });
+        const expiresAt = expiresIn > 0 ? this.#now() + expiresIn * 1000 : undefined;
+        this.#entries.set(key(id), { payload: { ...payload }, expiresAt });
+        if (model === 'Grant') this.observer?.saved(id, payload, expiresAt);
         if (typeof payload.grantId === 'string') {
           const set = this.#grants.get(payload.grantId) ?? new Set<string>();
           set.add(key(id));
@@ -73,10 +87,10 @@ export class MemoryStore {
       },
       destroy: async (id) => {
         this.#entries.delete(key(id));
+        if (model === 'Grant') this.observer?.removed(id);
       },
       revokeByGrantId: async (grantId) => {
-        for (const stored of this.#grants.get(grantId) ?? []) this.#entries.delete(stored);
-        this.#grants.delete(grantId);
+        this.revokeGrant(grantId);
       },
     };
   };

@@ -22,6 +22,7 @@ import type {
 } from 'oidc-provider';
 import internals from 'oidc-provider/lib/helpers/weak_cache.js';
 import { verifyPassword } from '../credentials/password.ts';
+import type { SessionRecord } from '../admin/sessions.ts';
 import type { IdentityStore } from '../store/identity-store.ts';
 import { MemoryStore } from './adapter.ts';
 import {
@@ -66,6 +67,14 @@ export interface IdentityProviderOptions {
   /** Key ring; default RS256 keys rotating every 6 hours on `now`. */
   keys?: SigningKeyRing | undefined;
   log?: LogFn | undefined;
+  /** Where grants are listed as sessions for the admin API (revoking one ends the grant). */
+  sessions?: SessionSink | undefined;
+}
+
+/** The part of the admin API's session registry the provider feeds. */
+export interface SessionSink {
+  add(record: SessionRecord, end: () => void): void;
+  remove(id: string): boolean;
 }
 
 export interface IdentityProvider {
@@ -156,6 +165,30 @@ export function createIdentityProvider(options: IdentityProviderOptions): Identi
   const keys = options.keys ?? new SigningKeyRing({ now });
   const store = options.store;
   const models = new MemoryStore();
+  const sessions = options.sessions;
+  if (sessions !== undefined) {
+    models.observer = {
+      saved(grantId, payload, expiresAt) {
+        const accountId = typeof payload['accountId'] === 'string' ? payload['accountId'] : undefined;
+        const clientId = typeof payload['clientId'] === 'string' ? payload['clientId'] : undefined;
+        const iat = typeof payload['iat'] === 'number' ? payload['iat'] * 1000 : Date.now();
+        sessions.add(
+          {
+            id: grantId,
+            subject: accountId ?? `client:${clientId ?? 'unknown'}`,
+            client_id: clientId,
+            kind: 'grant',
+            created_at: new Date(iat).toISOString(),
+            expires_at: expiresAt === undefined ? undefined : new Date(expiresAt).toISOString(),
+          },
+          () => models.revokeGrant(grantId),
+        );
+      },
+      removed(grantId) {
+        sessions.remove(grantId);
+      },
+    };
+  }
   const reuse = new RefreshReuse(now, REFRESH_REUSE_MS);
   const telemetry = new Telemetry(now);
   const cookieKeys = [randomBytes(32).toString('base64url')];

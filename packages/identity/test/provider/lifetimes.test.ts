@@ -4,12 +4,21 @@ import { createLocalJWKSet, jwtVerify } from 'jose';
 import type { JSONWebKeySet } from 'jose';
 import * as oidc from 'openid-client';
 import { afterEach, describe, expect, it } from 'vitest';
-import { AUDIENCE_SCOPE, KEY_ROTATION_MS, RefreshReuse, SigningKeyRing } from '../../src/provider/index.ts';
+import { InMemorySessionRegistry } from '../../src/admin/sessions.ts';
+import {
+  AUDIENCE_SCOPE,
+  KEY_ROTATION_MS,
+  RefreshReuse,
+  SigningKeyRing,
+  startIdentityServer,
+} from '../../src/provider/index.ts';
 import {
   ADMIN_PASSWORD,
+  AUTOMATION_SECRET,
   TestClock,
   decodeJwt,
   discover,
+  memoryIdentityStore,
   oauthErrorOf,
   passwordGrant,
   startTestIdentity,
@@ -166,5 +175,28 @@ describe('signing keys', () => {
     expect(ring.update()).toBe(true);
     expect(ring.providerJwks().keys).toHaveLength(1);
     expect(ring.update()).toBe(false);
+  });
+});
+
+describe('grants as admin sessions', () => {
+  it('a grant is listed with its subject; revoking it ends its refresh tokens', async () => {
+    const sessions = new InMemorySessionRegistry();
+    const idp = await startIdentityServer({
+      issuerPort: 0,
+      telemetryPort: 0,
+      store: memoryIdentityStore(),
+      automationSecret: AUTOMATION_SECRET,
+      passwordFlow: true,
+      sessions,
+    });
+    close = () => idp.close();
+    const refresh = await adminRefreshToken(idp.issuer);
+    const listed = sessions.list();
+    expect(listed).toHaveLength(1);
+    expect(listed[0]).toMatchObject({ subject: 'admin', client_id: 'svc-cli', kind: 'grant' });
+    expect(await sessions.revoke(listed[0]?.id as string)).toBe(true);
+    expect(sessions.list()).toHaveLength(0);
+    const config = await discover(idp.issuer, 'svc-cli');
+    expect((await oauthErrorOf(oidc.refreshTokenGrant(config, refresh))).error).toBe('invalid_grant');
   });
 });
