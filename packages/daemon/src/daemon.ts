@@ -208,6 +208,8 @@ export async function startDaemon(
           verifier = createOidcTokenVerifier({ issuer: config.oidcIssuer, audience: config.oidcAudience });
         })
       : () => undefined;
+  // The administration UI (a system app in both modes) reports its listener the same way.
+  const stopAdminPortsMerge = portsFile.mergeFrom('authadmin');
   logger.info('svcd started', {
     rest: restPort,
     tcp: tcpPort,
@@ -233,6 +235,7 @@ export async function startDaemon(
         await closed;
         events.close();
         stopPortsMerge();
+        stopAdminPortsMerge();
         await supervisor.detach();
         await logger.close();
       })();

@@ -104,10 +104,11 @@ async function readPortsFile(file: string): Promise<Record<string, unknown>> {
   }
 }
 
-/** Bound ports: work/ports.json (svcd), over work/ports.identity.json (svc-identity's own record). */
+/** Bound ports: work/ports.json (svcd), over the records of svc-identity and svc-auth-admin. */
 async function boundPorts(home: string): Promise<Record<string, unknown>> {
   return {
     ...(await readPortsFile(join(home, 'work', 'ports.identity.json'))),
+    ...(await readPortsFile(join(home, 'work', 'ports.authadmin.json'))),
     ...(await readPortsFile(join(home, 'work', 'ports.json'))),
   };
 }
