@@ -301,8 +301,12 @@ export class PolicyStore {
   /** Marks a principal deleted, keeping the record (and its roles) for audit. Idempotent. */
   async tombstone(id: string): Promise<PrincipalRecord> {
     let result: PrincipalRecord | undefined;
+    // The record as this engine holds it: `delete-user` may have removed it from the file already
+    // (spec: the running engine keeps its in-memory principal until this DELETE), and the re-read
+    // below would otherwise lose it; the tombstone is still written, for audit.
+    const held = this.#state.principals.get(id);
     await this.#mutate((draft) => {
-      const record = draft.principals.get(id);
+      const record = draft.principals.get(id) ?? held;
       if (record === undefined) throw new SvcError('not_found', `no principal ${JSON.stringify(id)}`);
       result = { id, roles: record.roles, status: 'tombstoned' };
       if (record.status === 'tombstoned') return false;

@@ -615,6 +615,19 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
   }
   recoverOrphans();
   for (const app of apps.values()) app.decide();
+  // System apps are part of svc itself: a new daemon runs them anew (new code, configuration and
+  // credentials re-read, e.g. a pending administrator password), so an adopted system process is
+  // replaced by a deliberate stop and a fresh start. User apps are kept running.
+  for (const app of apps.values()) {
+    if (!app.def.system || app.process?.adopted !== true) continue;
+    logger.info('restarting a system app adopted from the previous daemon', { app: app.name });
+    void serial(app.name, async () => {
+      await app.stop('replace');
+      app.resetForRun();
+      app.decide();
+      snapshot.schedule();
+    });
+  }
   snapshot.schedule();
 
   // ---- the API ---------------------------------------------------------------------------------

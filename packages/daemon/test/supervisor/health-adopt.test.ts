@@ -96,11 +96,16 @@ describe('health_check_cmd', () => {
     try {
       await waitFor(() => f.sup.health('hang') === 1, { what: 'timed-out check reported unhealthy' });
       await waitFor(() => lines(pids).length >= 4, { what: '4 checks started' });
-      // Every check but the newest was killed at its timeout: no pile-up of hanging commands.
-      const started = lines(pids).map((line) => line.split(' ').map(Number));
-      const running = started.filter((pair) => pair.some((pid) => alive(pid)));
-      expect(running.length).toBeLessThanOrEqual(1);
-      if (running.length === 1) expect(running[0]).toEqual(started.at(-1));
+      // Every check but the newest was killed at its timeout: no pile-up of hanging commands. A
+      // check may be timing out right now (SIGKILL sent, not yet reaped), so wait for the kill to
+      // land rather than sampling one instant.
+      const started = (): number[][] => lines(pids).map((line) => line.split(' ').map(Number));
+      const running = (): number[][] => started().filter((pair) => pair.some((pid) => alive(pid)));
+      await waitFor(() => running().length <= 1, { what: 'at most one check running' });
+      const now = running();
+      if (now.length === 1) expect(started()).toContainEqual(now[0]);
+      const older = started().slice(0, -2);
+      expect(older.filter((pair) => pair.some((pid) => alive(pid)))).toEqual([]);
       expect(healthEvents('hang')).toEqual([{ type: 'HEALTH', app: 'hang', health: 1, previousHealth: 0 }]);
     } finally {
       for (const line of lines(pids)) for (const pid of line.split(' ')) own.add(Number(pid));
