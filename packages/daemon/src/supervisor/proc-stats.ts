@@ -14,22 +14,10 @@ export interface ProcStat {
 }
 
 export function readProcStat(pid: number, procRoot = '/proc'): ProcStat | undefined {
-  if (!Number.isInteger(pid) || pid <= 0) return undefined;
-  let text: string;
-  try {
-    text = readFileSync(`${procRoot}/${pid}/stat`, 'latin1');
-  } catch {
-    return undefined;
-  }
-  // comm (field 2) may contain spaces and parentheses: fields resume after the LAST ')'.
-  const close = text.lastIndexOf(')');
-  if (close < 0) return undefined;
-  const rest = text.slice(close + 2).split(' ');
-  // rest[0] is field 3.
-  const field = (n: number): number => Number(rest[n - 3]);
-  const startTicks = field(22);
-  if (!Number.isFinite(startTicks)) return undefined;
-  return { startTicks, cpuTicks: field(14) + field(15), pgid: field(5), state: rest[0] ?? '?' };
+  const full = readProcStatFull(pid, procRoot);
+  return full === undefined
+    ? undefined
+    : { startTicks: full.startTicks, cpuTicks: full.cpuTicks, pgid: full.pgid, state: full.state };
 }
 
 /** Resident set size in bytes (VmRSS of /proc/<pid>/status). */
@@ -149,9 +137,11 @@ function readProcStatFull(pid: number, procRoot: string): ProcStatFull | undefin
   } catch {
     return undefined;
   }
+  // comm (field 2) may contain spaces and parentheses: fields resume after the LAST ')'.
   const close = text.lastIndexOf(')');
   if (close < 0) return undefined;
   const rest = text.slice(close + 2).split(' ');
+  // rest[0] is field 3.
   const field = (n: number): number => Number(rest[n - 3]);
   const startTicks = field(22);
   if (!Number.isFinite(startTicks)) return undefined;
