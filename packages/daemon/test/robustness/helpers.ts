@@ -2,8 +2,8 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { expect } from 'vitest';
-import type { CallResult, TestDaemon } from '@svc/testkit';
+import { afterEach, expect } from 'vitest';
+import { startTestDaemon, type CallResult, type TestDaemon } from '@svc/testkit';
 import { waitFor } from '../helpers/wait-for.ts';
 
 export { waitFor };
@@ -151,4 +151,31 @@ export async function closeDaemons(daemons: TestDaemon[]): Promise<void> {
   }
   for (const daemon of [...daemons].reverse()) await daemon.close();
   for (const pid of pids) killGroup(pid);
+}
+
+/** Prints 1, 2, 3, … one per line, every ~20 ms, forever. */
+export const COUNTER = 'i=0; while :; do i=$((i+1)); echo "$i"; sleep 0.02; done';
+
+/**
+ * Daemons a test starts (closed after each test) and process groups it leaves behind on purpose
+ * (push their pgid to `orphans`; killed after each test).
+ */
+export function trackDaemons(): {
+  start: (options?: Parameters<typeof startTestDaemon>[0]) => Promise<TestDaemon>;
+  orphans: number[];
+} {
+  const daemons: TestDaemon[] = [];
+  const orphans: number[] = [];
+  afterEach(async () => {
+    await closeDaemons(daemons.splice(0));
+    for (const pgid of orphans.splice(0)) killGroup(pgid);
+  });
+  return {
+    start: async (options) => {
+      const daemon = await startTestDaemon(options);
+      daemons.push(daemon);
+      return daemon;
+    },
+    orphans,
+  };
 }

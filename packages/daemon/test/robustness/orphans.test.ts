@@ -6,36 +6,19 @@ import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { startTestDaemon, type TestDaemon } from '@svc/testkit';
+import { describe, expect, it } from 'vitest';
 import {
-  closeDaemons,
   getApp,
-  killGroup,
   ok,
   processAlive,
   readOutputUntil,
   serverLog,
   waitFor,
+  COUNTER,
+  trackDaemons,
 } from './helpers.ts';
 
-/** Prints 1, 2, 3, … one per line, every ~20 ms, forever. */
-const COUNTER = 'i=0; while :; do i=$((i+1)); echo "$i"; sleep 0.02; done';
-
-let daemons: TestDaemon[] = [];
-let orphans: number[] = [];
-afterEach(async () => {
-  await closeDaemons(daemons);
-  for (const pgid of orphans) killGroup(pgid);
-  daemons = [];
-  orphans = [];
-});
-
-async function start(options?: Parameters<typeof startTestDaemon>[0]): Promise<TestDaemon> {
-  const daemon = await startTestDaemon(options);
-  daemons.push(daemon);
-  return daemon;
-}
+const { start, orphans } = trackDaemons();
 
 /** Process groups of live processes whose environment names `app` (our own user's, readable). */
 function groupsOf(app: string): Set<number> {

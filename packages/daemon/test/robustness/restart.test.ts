@@ -3,12 +3,10 @@
 // position continues byte-exactly across the boundary, and every acknowledged definition survives.
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { startTestDaemon, type TestDaemon } from '@svc/testkit';
+import { describe, expect, it } from 'vitest';
+import { type TestDaemon } from '@svc/testkit';
 import {
-  closeDaemons,
   getApp,
-  killGroup,
   ok,
   processAlive,
   readOutputUntil,
@@ -18,25 +16,11 @@ import {
   waitRunning,
   within,
   type AppView,
+  COUNTER,
+  trackDaemons,
 } from './helpers.ts';
 
-/** Prints 1, 2, 3, … one per line, every ~20 ms, forever. */
-const COUNTER = 'i=0; while :; do i=$((i+1)); echo "$i"; sleep 0.02; done';
-
-let daemons: TestDaemon[] = [];
-let orphans: number[] = [];
-afterEach(async () => {
-  await closeDaemons(daemons);
-  for (const pgid of orphans) killGroup(pgid);
-  daemons = [];
-  orphans = [];
-});
-
-async function start(options?: Parameters<typeof startTestDaemon>[0]): Promise<TestDaemon> {
-  const daemon = await startTestDaemon(options);
-  daemons.push(daemon);
-  return daemon;
-}
+const { start, orphans } = trackDaemons();
 
 /** Complete lines of the counter's output, as numbers. */
 function completeLines(text: string): number[] {
