@@ -207,7 +207,7 @@ function startBrowser(url: string): void {
         ? ['cmd', ['/c', 'start', '""', url]]
         : ['xdg-open', [url]];
   try {
-    const child = spawn(command, args as string[], { stdio: 'ignore', detached: true });
+    const child = spawn(command, args, { stdio: 'ignore', detached: true });
     child.on('error', () => undefined); // the URL is printed anyway
     child.unref();
   } catch {
@@ -250,9 +250,10 @@ export async function accessToken(creds: Credentials, ui: Ui): Promise<string | 
   if (session.expires_at - REFRESH_MARGIN_S > now) return session.access_token;
   if (session.refresh_token === undefined)
     throw new CliError('the session expired', EXIT.auth, 'run `svc login` again');
+  const refreshToken = session.refresh_token;
   const oauth = await discover(session.issuer);
   const tokens = await ui
-    .spin('Refreshing the session', () => oidc.refreshTokenGrant(oauth, session.refresh_token!))
+    .spin('Refreshing the session', () => oidc.refreshTokenGrant(oauth, refreshToken))
     .catch((error: unknown) => {
       throw new CliError(
         `the session could not be refreshed: ${(error as { error?: string }).error ?? (error as Error).message}`,

@@ -182,6 +182,8 @@ export async function control(ctx: Context, action: 'enable' | 'disable' | 'rest
 /** Long-poll window of one output request (the daemon allows up to 300 s). */
 const POLL_SECONDS = 30;
 const RECONNECT_MAX_MS = 10_000;
+/** How long the daemon keeps an exited run app for svc to collect (svc deletes it sooner). */
+const RUN_LIFECYCLE_S = 300;
 
 interface OutputChunk {
   data: Buffer;
@@ -301,7 +303,12 @@ export async function run(ctx: Context): Promise<number> {
       }),
     );
   const started = (
-    await ctx.api.call('POST', '/svc/app/run', { json: body, query: { timeout: str(ctx.values, 'timeout') } })
+    await ctx.api.call('POST', '/svc/app/run', {
+      json: body,
+      // The daemon removes a run app `lifecycle` after its exit (at once by default): keep it long
+      // enough to read the rest of the output and the exit code; svc deletes it after that.
+      query: { timeout: str(ctx.values, 'timeout'), lifecycle: RUN_LIFECYCLE_S },
+    })
   ).json<{ name: string; process_uuid: string }>();
   const name = started.name;
   let position = 0;

@@ -26,8 +26,8 @@ export function table(headers: string[], rows: string[][]): string {
 
 export function cell(value: unknown): string {
   if (value === undefined || value === null || value === '') return '-';
-  if (typeof value === 'object') return JSON.stringify(value);
-  return String(value);
+  if (typeof value === 'string') return value;
+  return JSON.stringify(value);
 }
 
 /** "3m ago", "in 12m" for epoch seconds or ISO strings. */
