@@ -1,13 +1,7 @@
 // TCP TLS transport (Node only): framed msgpack Requests out, Responses and pushes in, one reader.
 import { connect as tlsConnect, type ConnectionOptions, type TLSSocket } from 'node:tls';
-import {
-  CLIENT_MAX_BODY_BYTES,
-  FrameDecoder,
-  decodeResponse,
-  encodeFrame,
-  encodeRequest,
-  type Request,
-} from '@svc/protocol';
+import { CLIENT_MAX_BODY_BYTES, encodeFrame, encodeRequest, type Request } from '@svc/protocol';
+import { createFrameReader } from './frame-reader.ts';
 import { Demultiplexer, type DemultiplexerOptions } from './demux.ts';
 import { abortErrorOf } from './abort.ts';
 import { TransportDisconnectedError } from './errors.ts';
@@ -38,26 +32,14 @@ export class TcpTransport implements PersistentTransport {
     this.#socket = socket;
     this.demux = demux;
     this.#maxBodyBytes = maxBodyBytes;
-    const decoder = new FrameDecoder({ maxBodyBytes });
     this.closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
     // The single background reader.
-    socket.on('data', (chunk: Buffer) => {
-      let bodies: Buffer[];
-      try {
-        bodies = decoder.push(chunk);
-      } catch (error) {
-        this.#fail(error);
-        return;
-      }
-      for (const body of bodies) {
-        try {
-          demux.deliver(decodeResponse(body));
-        } catch (error) {
-          this.#fail(error);
-          return;
-        }
-      }
-    });
+    const reader = createFrameReader(
+      (response) => demux.deliver(response),
+      (error) => this.#fail(error),
+      maxBodyBytes,
+    );
+    socket.on('data', (chunk: Buffer) => reader.push(chunk));
     socket.on('error', (error) => this.#fail(error));
     socket.on('end', () => this.#fail(new Error('connection closed by the server')));
     void this.closed.then(() => demux.stop(new Error('connection closed')));
