@@ -9,7 +9,7 @@ import { completion } from './completion.ts';
 import { CliError, EXIT } from './errors.ts';
 import { relative, structured } from './format.ts';
 import { Api } from './rest.ts';
-import { readSession, removeSession, sessionPath } from './session.ts';
+import { readSession, removeSession, sessionPath, type Session } from './session.ts';
 import { promptLine, promptSecret, readStdin, Ui } from './ui.ts';
 
 export const DEFAULT_SERVER = 'https://127.0.0.1:6058';
@@ -258,7 +258,7 @@ async function dispatch(argv: string[], ui: Ui, signal: AbortSignal): Promise<nu
       return EXIT.ok;
     }
     case 'loginfo':
-      return loginfo(api, ui, values);
+      return loginfo(ui, values);
   }
   if (creds.kind === 'none')
     throw new CliError(
@@ -332,7 +332,7 @@ async function loginCommand(api: Api, ui: Ui, values: commands.Values): Promise<
     password,
     openBrowser: values['no-browser'] !== true,
   });
-  const self = await api
+  const self = await apiForSession(session, values, ui)
     .call('GET', '/svc/self')
     .then((r) => r.json<{ principal_id?: string }>())
     .catch(() => undefined);
@@ -343,7 +343,17 @@ async function loginCommand(api: Api, ui: Ui, values: commands.Values): Promise<
   return EXIT.ok;
 }
 
-async function loginfo(api: Api, ui: Ui, values: commands.Values): Promise<number> {
+/** An Api that authenticates with the stored session (not SVC_BEARER_TOKEN). */
+function apiForSession(session: Session, values: commands.Values, ui: Ui): Api {
+  return new Api({
+    server: session.server,
+    ca: caPem(values['ca'] as string | undefined),
+    target: values['forward'] as string | undefined,
+    token: () => accessToken({ kind: 'session', session }, ui),
+  });
+}
+
+async function loginfo(ui: Ui, values: commands.Values): Promise<number> {
   const session = readSession();
   const bearer = process.env['SVC_BEARER_TOKEN'];
   if (session === undefined) {
@@ -355,14 +365,7 @@ async function loginfo(api: Api, ui: Ui, values: commands.Values): Promise<numbe
       );
     throw new CliError('not signed in', EXIT.auth, 'run `svc login`');
   }
-  const sessionApi = new Api({
-    server: session.server,
-    ca: caPem(values['ca'] as string | undefined),
-    target: values['forward'] as string | undefined,
-    token: () => accessToken({ kind: 'session', session }, ui),
-  });
-  void api;
-  const self = (await sessionApi.call('GET', '/svc/self')).json<{
+  const self = (await apiForSession(session, values, ui).call('GET', '/svc/self')).json<{
     principal_id: string;
     roles?: string[];
     status?: string;

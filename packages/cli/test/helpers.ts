@@ -78,8 +78,8 @@ export async function svcEnv(base: Record<string, string>): Promise<SvcEnv> {
       const out = { stdout: '', stderr: '' };
       const waiters = new Set<() => void>();
       const wake = (): void => waiters.forEach((w) => w());
-      child.stdout!.on('data', (c: Buffer) => ((out.stdout += c.toString('utf8')), wake()));
-      child.stderr!.on('data', (c: Buffer) => ((out.stderr += c.toString('utf8')), wake()));
+      child.stdout.on('data', (c: Buffer) => ((out.stdout += c.toString('utf8')), wake()));
+      child.stderr.on('data', (c: Buffer) => ((out.stderr += c.toString('utf8')), wake()));
       const exited = new Promise<number | null>((done) => child.on('close', (code) => (wake(), done(code))));
       const handle: LiveSvc = {
         child,
