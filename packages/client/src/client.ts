@@ -50,6 +50,9 @@ export interface RegisterOptions extends CallOptions {
 }
 
 const JSON_TYPE = 'application/json';
+
+/** Default `lifecycle` of `run()`: the transient app is kept this long after its exit. */
+export const RUN_LIFECYCLE_SECONDS = 300;
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
@@ -182,9 +185,16 @@ export class SvcClient {
 
   // ---- runs ----
 
-  /** Starts a one-off run (`POST /svc/app/run`): a new command, or `{name}` to run a copy of an app. */
+  /**
+   * Starts a one-off run (`POST /svc/app/run`): a new command, or `{name}` to run a copy of an app.
+   * `lifecycleSeconds` defaults to RUN_LIFECYCLE_SECONDS (the daemon's own default is 0 = remove at
+   * exit): the transient app must outlive its process for waitForAsyncRun to see an exit that came
+   * before it subscribed, and to tell an exit from a removal; waitForAsyncRun deletes it after the
+   * observed exit.
+   */
   run(definition: AppDefinition, options: RunOptions & CallOptions = {}): Promise<AsyncRun> {
-    return this.#json('POST', '/svc/app/run', { query: runQuery(options), body: definition }, options);
+    const query = runQuery({ lifecycleSeconds: RUN_LIFECYCLE_SECONDS, ...options });
+    return this.#json('POST', '/svc/app/run', { query, body: definition }, options);
   }
 
   /** Runs to completion (`POST /svc/app/syncrun`). */

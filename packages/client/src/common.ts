@@ -1,5 +1,5 @@
 // Everything of @svc/client that runs unchanged in Node and in browsers.
-export { SvcClient } from './client.ts';
+export { RUN_LIFECYCLE_SECONDS, SvcClient } from './client.ts';
 export type { CallOptions, RegisterOptions, SvcClientOptions } from './client.ts';
 export { Demultiplexer, MAX_PENDING_EVENTS_PER_SUBSCRIPTION, MAX_PENDING_SUBSCRIPTIONS } from './demux.ts';
 export type { DemultiplexerOptions } from './demux.ts';

@@ -74,6 +74,11 @@ export class Demultiplexer {
     return this.#waiters.size;
   }
 
+  /** Subscriptions with a registered callback. */
+  get registeredSubscriptions(): number {
+    return this.#slots.size;
+  }
+
   /** Unregistered subscription ids holding buffered events. */
   get bufferedSubscriptions(): number {
     return this.#pending.size;

@@ -64,6 +64,7 @@ export async function waitForAsyncRun(
 
   // Events that arrive during the backfill wait for it, then apply in order.
   let backfilled = false;
+  let removedSeen = false;
   const early: SubscriptionEvent[] = [];
   const apply = (event: SubscriptionEvent): void => {
     switch (event.event_type) {
@@ -81,6 +82,7 @@ export async function waitForAsyncRun(
         return;
       }
       case 'REMOVED':
+        removedSeen = true;
         settle({ kind: 'removed' });
         return;
       case '__disconnected__':
@@ -114,7 +116,17 @@ export async function waitForAsyncRun(
     // Step 2: backfill from position 0 until caught up; an exit code here means it already exited.
     let position = 0;
     for (;;) {
-      const chunk = await client.getOutput(run.name, { position, processUuid: run.process_uuid });
+      let chunk;
+      try {
+        chunk = await client.getOutput(run.name, { position, processUuid: run.process_uuid });
+      } catch (error) {
+        // Removed between the subscribe and this read: its REMOVED event is on the way or queued.
+        if (error instanceof ApiError && error.code === 'app_not_found') {
+          settle({ kind: 'removed' });
+          break;
+        }
+        throw error;
+      }
       if (chunk.bytes > 0) emit(chunk.output, position);
       if (chunk.exitCode !== undefined && chunk.bytes === 0) {
         settle({ kind: 'exit', code: chunk.exitCode ?? Number.NaN });
@@ -129,6 +141,10 @@ export async function waitForAsyncRun(
     // Step 4.
     const result = await outcome;
     // Steps 5 and 6.
+    if (result.kind === 'exit' && (await removedAfterExit())) {
+      await bestEffortUnsubscribe();
+      throw new AppRemovedError(run.name);
+    }
     switch (result.kind) {
       case 'exit':
         await bestEffortUnsubscribe();
@@ -155,6 +171,22 @@ export async function waitForAsyncRun(
     throw error;
   } finally {
     if (timer !== undefined) clearTimeout(timer);
+  }
+
+  /**
+   * Deleting a running app stops its process first: the daemon sends EXIT, then REMOVED. So an
+   * EXIT is confirmed by one round trip on the same connection: the daemon emits REMOVED before
+   * it reads a request sent after the EXIT arrived, and answers after pushing it. A REMOVED seen by
+   * then, or a 404, means the app was removed (no delete attempt follows); otherwise the exit stands.
+   */
+  async function removedAfterExit(): Promise<boolean> {
+    try {
+      await client.getApplication(run.name);
+    } catch (error) {
+      if (error instanceof ApiError && error.code === 'app_not_found') return true;
+      throw error;
+    }
+    return removedSeen;
   }
 
   async function bestEffortUnsubscribe(): Promise<void> {
