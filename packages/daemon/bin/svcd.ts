@@ -13,7 +13,15 @@ try {
   );
   const stop = (signal: string): void => {
     daemon.logger.info('signal received', { signal });
-    void daemon.close().then(() => process.exit(0));
+    daemon.close().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        process.stderr.write(
+          `svcd: shutdown failed: ${error instanceof Error ? error.message : String(error)}\n`,
+        );
+        process.exit(1);
+      },
+    );
   };
   process.once('SIGTERM', () => stop('SIGTERM'));
   process.once('SIGINT', () => stop('SIGINT'));

@@ -225,18 +225,31 @@ export async function startDaemon(
     close() {
       closing ??= (async () => {
         logger.info('svcd stopping; managed processes keep running');
-        unlinkTasks();
-        tasks.close(); // waiting submitters and fetchers get 503 before their sockets close
-        const closed = Promise.all([
-          new Promise<void>((resolve) => rest.close(() => resolve())),
-          new Promise<void>((resolve) => tcp.close(() => resolve())),
-        ]);
-        for (const socket of sockets) socket.destroy();
-        await closed;
-        events.close();
-        stopPortsMerge();
-        stopAdminPortsMerge();
-        await supervisor.detach();
+        // Every step runs even if an earlier one fails: detaching the supervisor (which writes the
+        // final snapshot that the next daemon re-attaches from) must never be skipped.
+        const step = async (what: string, run: () => unknown): Promise<void> => {
+          try {
+            await run();
+          } catch (error) {
+            logger.error(`shutdown step failed: ${what}`, { error: error as Error });
+          }
+        };
+        await step('unlink tasks', unlinkTasks);
+        await step('close task queues', () => tasks.close()); // waiting submitters and fetchers get 503
+        await step('close listeners', async () => {
+          const closed = Promise.all([
+            new Promise<void>((resolve) => rest.close(() => resolve())),
+            new Promise<void>((resolve) => tcp.close(() => resolve())),
+          ]);
+          for (const socket of sockets) socket.destroy();
+          await closed;
+        });
+        await step('close events', () => events.close());
+        await step('stop ports merge', () => {
+          stopPortsMerge();
+          stopAdminPortsMerge();
+        });
+        await step('detach supervisor', () => supervisor.detach());
         await logger.close();
       })();
       return closing;
