@@ -202,7 +202,11 @@ describe('a reused pid is never adopted', () => {
       processes: { app: string; pid: number; startTicks: number }[];
     };
     const entry = snapshot.processes.find((p) => p.app === 'victim');
-    expect(entry?.pid).toBe(oldPid);
+    // On failure, say what the snapshot and the log held (a once-seen CI failure had no entry).
+    expect(
+      entry?.pid,
+      `${JSON.stringify(snapshot.processes)}\n${(await serverLog(first)).slice(-3000)}`,
+    ).toBe(oldPid);
     entry!.startTicks += 1;
     await writeFile(file, JSON.stringify(snapshot), { mode: 0o600 });
 
