@@ -3,6 +3,8 @@ import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { ApiError, CliError, EXIT } from './errors.ts';
 import { cell, outputFormat, relative, shellQuote, structured, table } from './format.ts';
+import type { Credentials } from './auth.ts';
+import { EventsUnavailable, followEvents } from './follow.ts';
 import type { Api } from './rest.ts';
 import { readStdin, type Ui } from './ui.ts';
 
@@ -16,6 +18,9 @@ export interface Context {
   /** Words after `--`. */
   rest: string[];
   signal: AbortSignal;
+  creds: Credentials;
+  /** `-F` forward target. */
+  target: string | undefined;
 }
 
 type App = Record<string, unknown>;
@@ -232,6 +237,22 @@ export async function logs(ctx: Context): Promise<number> {
   const name = appName(ctx.args);
   const follow = ctx.values['follow'] === true;
   const index = str(ctx.values, 'index');
+  if (follow && index === undefined && ctx.values['poll'] !== true) {
+    try {
+      return await followEvents({
+        api: ctx.api,
+        ui: ctx.ui,
+        creds: ctx.creds,
+        target: ctx.target,
+        name,
+        signal: ctx.signal,
+        write: (data) => process.stdout.write(data),
+      });
+    } catch (error) {
+      if (!(error instanceof EventsUnavailable)) throw error;
+      ctx.ui.info(`svc: STDOUT events unavailable (${error.message}); following by polling`);
+    }
+  }
   let position = 0;
   let processUuid: string | undefined;
   for (;;) {

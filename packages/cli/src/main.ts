@@ -78,8 +78,12 @@ export const COMMANDS: Record<string, CommandSpec> = {
   restart: { summary: 'disable then enable an application', usage: 'svc restart <app>' },
   logs: {
     summary: 'print (and follow) the output of an application',
-    usage: 'svc logs [-f] [--index N] <app>',
-    options: { follow: { type: 'boolean', short: 'f' }, index: { type: 'string' } },
+    usage: 'svc logs [-f [--poll]] [--index N] <app>',
+    options: {
+      follow: { type: 'boolean', short: 'f' },
+      index: { type: 'string' },
+      poll: { type: 'boolean' },
+    },
   },
   run: {
     summary: 'run a command once, stream its output, exit with its exit code',
@@ -266,7 +270,16 @@ async function dispatch(argv: string[], ui: Ui, signal: AbortSignal): Promise<nu
       EXIT.auth,
       'run `svc login` (or set SVC_BEARER_TOKEN to an access token)',
     );
-  const ctx: commands.Context = { api, ui, values, args, rest, signal };
+  const ctx: commands.Context = {
+    api,
+    ui,
+    values,
+    args,
+    rest,
+    signal,
+    creds,
+    target: values['forward'] as string | undefined,
+  };
   switch (name) {
     case 'ls':
       return commands.ls(ctx);

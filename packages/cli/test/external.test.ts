@@ -66,14 +66,20 @@ describe('svc with SVC_BEARER_TOKEN against a real daemon', () => {
     expect(viewed.code, viewed.stderr).toBe(0);
     expect((JSON.parse(viewed.stdout) as { description: string }).description).toBe('a test app');
 
-    // `logs -f` prints what is there, then receives the line written later.
-    const follow = svc.spawn(['-H', daemon.restUrl, 'logs', '-f', 'cli-web']);
-    await follow.waitFor(/first line\n/);
-    expect(follow.stdout()).not.toContain('second line');
+    // `logs -f` (STDOUT events over WSS) and `logs -f --poll` (long-poll) print what is there,
+    // then receive the line written later.
+    const events = svc.spawn(['-H', daemon.restUrl, 'logs', '-f', 'cli-web']);
+    const poll = svc.spawn(['-H', daemon.restUrl, 'logs', '-f', '--poll', 'cli-web']);
+    for (const follower of [events, poll]) await follower.waitFor(/first line\n/);
+    expect(events.stdout() + poll.stdout()).not.toContain('second line');
     await writeFile(flag, '');
-    await follow.waitFor(/second line\n/);
-    follow.child.kill('SIGINT');
-    expect(await follow.exited).toBe(130);
+    for (const follower of [events, poll]) {
+      await follower.waitFor(/second line\n/);
+      expect(follower.stdout()).toBe('first line\nsecond line\n');
+      follower.child.kill('SIGINT');
+      expect(await follower.exited).toBe(130);
+    }
+    expect(events.stderr()).not.toContain('unavailable'); // the events path, not the fallback
 
     const printed = await run(['logs', 'cli-web']);
     expect(printed.code, printed.stderr).toBe(0);
