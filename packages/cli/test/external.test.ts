@@ -125,6 +125,25 @@ describe('svc with SVC_BEARER_TOKEN against a real daemon', () => {
     expect(apps.filter((a) => a.name.startsWith('run'))).toEqual([]);
   });
 
+  it("task <app> <payload> prints the worker's result", async () => {
+    const worker = join(import.meta.dirname, 'fixtures', 'upper-worker.ts');
+    const added = await run([
+      'add',
+      'cli-worker',
+      '--cmd',
+      `${process.execPath} ${worker}`,
+      '--env',
+      `WORKER_CA=${join(daemon.workDir, 'ssl', 'ca.pem')}`,
+    ]);
+    expect(added.code, added.stderr).toBe(0);
+    const answered = await run(['task', '--timeout', '30', 'cli-worker', 'hello worker']);
+    expect(answered.code, answered.stderr).toBe(0);
+    expect(answered.stdout).toBe('HELLO WORKER');
+    const piped = await run(['task', 'cli-worker', '-'], { stdin: 'from stdin' });
+    expect(piped.stdout).toBe('FROM STDIN');
+    expect((await run(['rm', 'cli-worker'])).code).toBe(0);
+  });
+
   it('labels, config, resources and principal print structured output', async () => {
     expect((await run(['labels', 'set', 'zone=cli'])).code).toBe(0);
     const labels = await run(['labels', '-o', 'json']);
