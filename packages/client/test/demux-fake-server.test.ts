@@ -177,6 +177,18 @@ describe('client demultiplexer against a scripted TCP server', () => {
     expect(got[0]).toMatchObject({ subscription_id: 'h1', sequence: 7 });
   });
 
+  it('forwarding: every frame carries X-Target-Host and the current bearer', async () => {
+    const forwarded = new SvcClient({ transport, token: 'tok-1', targetHost: 'node-b:6059' });
+    server.onRequest = (request, conn) => conn.send(response(request, 200, []));
+    await forwarded.listApplications();
+    forwarded.setToken('tok-2');
+    await forwarded.listApplications();
+    expect(server.requests.map((r) => [r.headers['x-target-host'], r.headers['authorization']])).toEqual([
+      ['node-b:6059', 'Bearer tok-1'],
+      ['node-b:6059', 'Bearer tok-2'],
+    ]);
+  });
+
   it('a frame announcing more than 1 GiB ends the connection as a disconnect', async () => {
     server.onRequest = () => {};
     const pending = client.getSelf();
