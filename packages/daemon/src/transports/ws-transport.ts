@@ -1,6 +1,9 @@
 // WSS on the REST port: an upgrade with sub-protocol `svc-ws`, then one msgpack Request per binary
 // frame and one Response (or server push) per binary frame back. The bearer presented at upgrade is
-// verified before the upgrade completes and pins the connection's principal.
+// verified before the upgrade completes and pins the connection's principal. It comes from the
+// `Authorization` header or, for browsers (whose WebSocket cannot set headers), from a sub-protocol
+// entry `svc-bearer.<token>` offered together with `svc-ws`; the server selects only `svc-ws` and
+// never logs or echoes the offered entries.
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
@@ -10,6 +13,8 @@ import type { Logger } from '../log/logger.ts';
 import { WireSession } from './wire-session.ts';
 
 export const WS_SUBPROTOCOL = 'svc-ws';
+/** Prefix of the sub-protocol entry that carries the bearer (browsers cannot set `Authorization`). */
+export const WS_BEARER_PREFIX = 'svc-bearer.';
 
 export interface WsTransportOptions {
   dispatch: Dispatch;
@@ -40,7 +45,15 @@ export function attachWsTransport(server: Server, options: WsTransportOptions): 
       reject(400, 'Bad Request');
       return;
     }
-    const authorization = req.headers['authorization'];
+    const offeredBearers = protocols.filter((p) => p.startsWith(WS_BEARER_PREFIX));
+    const header = req.headers['authorization'];
+    if (offeredBearers.length > 1 || (offeredBearers.length === 1 && header !== undefined)) {
+      // Two bearers: refuse rather than pick one.
+      reject(400, 'Bad Request');
+      return;
+    }
+    const authorization =
+      offeredBearers.length === 1 ? `Bearer ${offeredBearers[0]!.slice(WS_BEARER_PREFIX.length)}` : header;
     let principalId: string | undefined;
     if (authorization !== undefined) {
       const match = /^Bearer +(\S+) *$/i.exec(authorization);
