@@ -1,7 +1,7 @@
 // `svc`: the command-line client. Parses the command line (util.parseArgs), resolves the server,
 // trust and credentials, runs one command and maps every failure to a message and an exit code.
 import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
 import { accessToken, credentials, isDesktop, login, type LoginMethod } from './auth.ts';
 import * as commands from './commands.ts';
@@ -131,7 +131,7 @@ function usageText(): string {
     'Global options:',
     `  -H, --host <url>       server (default ${DEFAULT_SERVER}, or the server of the session)`,
     '  -F, --forward <host>   forward the request to another node (X-Target-Host)',
-    '  --ca <file>            trust this CA (default $SVC_HOME/work/ssl/ca.pem if present)',
+    '  --ca <file>            trust this CA (default $SVC_HOME/work/ssl/ca.pem if present; SVC_HOME defaults to the install root)',
     '  -o, --output <format>  json, yaml or wide (where it applies)',
     '',
     'Environment: SVC_BEARER_TOKEN (used as-is), SVC_CONFIG_DIR, SVC_HOME, NODE_EXTRA_CA_CERTS.',
@@ -155,9 +155,12 @@ function commandWord(argv: string[]): { name: string | undefined; index: number 
   return { name: undefined, index: -1 };
 }
 
+/** The install root this command belongs to (packages/cli/src → three levels up), SVC_HOME's default. */
+const INSTALL_ROOT = resolve(import.meta.dirname, '../../..');
+
 function caPem(file: string | undefined): string | undefined {
-  const path =
-    file ?? (process.env['SVC_HOME'] ? join(process.env['SVC_HOME'], 'work', 'ssl', 'ca.pem') : undefined);
+  const home = process.env['SVC_HOME'] || INSTALL_ROOT;
+  const path = file ?? join(home, 'work', 'ssl', 'ca.pem');
   if (path === undefined) return undefined;
   if (file === undefined && !existsSync(path)) return undefined;
   try {
