@@ -3,6 +3,10 @@
 // language's msgpack library reads them. Decoders are strict about types and limits and lenient about
 // what other encoders legitimately do: unknown keys are ignored, optional keys may be absent or nil,
 // and `body` may arrive as str (UTF-8 encoded here) instead of bin.
+//
+// Browser-safe: nothing here needs Node's `Buffer`. In Node msgpackr returns `Buffer`s (a Uint8Array
+// subclass), hence the declared return types; where `Buffer` is absent (browsers) it returns plain
+// `Uint8Array`s, and UTF-8 lengths and str bodies are computed without `Buffer`.
 
 import { C1, Packr, Unpackr } from 'msgpackr';
 import type { Request, Response } from './messages.ts';
@@ -109,7 +113,40 @@ export function encodeResponse(response: Response): Buffer {
 
 function pack(value: Record<string, unknown>): Buffer {
   // Safe to keep: without the `useBuffer` option msgpackr never writes over bytes it has returned.
+  // A `Buffer` in Node; a plain `Uint8Array` where there is no `Buffer` (browsers).
   return packr.pack(value);
+}
+
+// `globalThis.Buffer`, not `Buffer`: a bare reference would throw where it is not defined.
+const NodeBuffer: typeof Buffer | undefined = (globalThis as { Buffer?: typeof Buffer }).Buffer;
+const utf8Encoder = new TextEncoder();
+
+/** UTF-8 encoding: a `Buffer` in Node (as before), a `Uint8Array` elsewhere. */
+function utf8Bytes(text: string): Uint8Array {
+  return NodeBuffer === undefined ? utf8Encoder.encode(text) : NodeBuffer.from(text, 'utf8');
+}
+
+/**
+ * Length of `text` in UTF-8 without encoding it; equals `Buffer.byteLength(text, 'utf8')` and
+ * `TextEncoder` output length (a lone surrogate counts as U+FFFD, 3 bytes).
+ */
+export function utf8ByteLength(text: string): number {
+  let bytes = 0;
+  for (let i = 0; i < text.length; i++) {
+    const unit = text.charCodeAt(i);
+    if (unit < 0x80) bytes += 1;
+    else if (unit < 0x800) bytes += 2;
+    else if (
+      unit >= 0xd800 &&
+      unit < 0xdc00 &&
+      i + 1 < text.length &&
+      (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00
+    ) {
+      bytes += 4; // a surrogate pair: one code point above U+FFFF
+      i++;
+    } else bytes += 3;
+  }
+  return bytes;
 }
 
 /** Copies into a null-prototype-free plain object with only own enumerable string entries. */
@@ -254,7 +291,7 @@ function optionalStringMap(
 function optionalBody(kind: Kind, map: Map<unknown, unknown>): Uint8Array {
   const value = map.get('body');
   if (value === undefined || value === null) return new Uint8Array(0);
-  if (typeof value === 'string') return Buffer.from(value, 'utf8');
+  if (typeof value === 'string') return utf8Bytes(value);
   if (value instanceof Uint8Array) return value;
   throw new MessageError('wrong_type', `${kind}: "body" must be bin or str, got ${describe(value)}`, {
     field: 'body',
@@ -283,7 +320,7 @@ function checkUuid(kind: Kind, uuid: string): void {
 }
 
 function checkRequestUri(kind: Kind, uri: string): void {
-  const bytes = Buffer.byteLength(uri, 'utf8');
+  const bytes = utf8ByteLength(uri);
   if (bytes > MAX_REQUEST_URI_BYTES) {
     throw new MessageError(
       'limit_exceeded',
@@ -343,7 +380,7 @@ function checkEntry(kind: Kind, key: string, name: string, entry: unknown): asse
       field,
     });
   }
-  const nameBytes = Buffer.byteLength(name, 'utf8');
+  const nameBytes = utf8ByteLength(name);
   if (nameBytes > MAX_HEADER_VALUE_BYTES) {
     throw new MessageError(
       'limit_exceeded',
@@ -351,7 +388,7 @@ function checkEntry(kind: Kind, key: string, name: string, entry: unknown): asse
       { field: key },
     );
   }
-  const valueBytes = Buffer.byteLength(entry, 'utf8');
+  const valueBytes = utf8ByteLength(entry);
   if (valueBytes > MAX_HEADER_VALUE_BYTES) {
     throw new MessageError(
       'limit_exceeded',
