@@ -1,12 +1,13 @@
 // @svc/client for browsers: fetch for REST, the browser WebSocket for WSS. No TCP.
-// A browser WebSocket cannot set headers: the upgrade carries no bearer, and every frame carries
-// it instead (the daemon authenticates each frame). The page's origin must be allowed to reach
-// the daemon, and the daemon's CA must be trusted by the browser.
+// A browser WebSocket cannot set headers: the bearer is offered at upgrade as the sub-protocol entry
+// `svc-bearer.<token>` next to `svc-ws` (the daemon verifies it and pins the principal; it selects
+// only `svc-ws`), and every frame carries it too. The daemon's CA must be trusted by the browser.
+// REST (fetch) from a page on another origin is blocked: the daemon serves no CORS headers.
 import { SvcClient } from './client.ts';
 import type { DemultiplexerOptions } from './demux.ts';
 import { FetchTransport } from './fetch-transport.ts';
 import { runWorker as runWorkerWith, type RunWorkerOptions, type TaskHandler } from './worker.ts';
-import { WS_SUBPROTOCOL, WssTransport, type WebSocketLike } from './ws-transport.ts';
+import { WssTransport, wsSubprotocols, type WebSocketLike } from './ws-transport.ts';
 
 export * from './common.ts';
 
@@ -18,11 +19,15 @@ export interface BrowserConnectOptions extends DemultiplexerOptions {
   targetHost?: string;
 }
 
-export function connectWss(options: { url: string } & DemultiplexerOptions): Promise<WssTransport> {
+/** Opens a WSS transport; `token` is offered at upgrade as `svc-bearer.<token>` (see wsSubprotocols). */
+export function connectWss(
+  options: { url: string; token?: string } & DemultiplexerOptions,
+): Promise<WssTransport> {
   const url = options.url.replace(/^https:/, 'wss:').replace(/^http:/, 'ws:');
+  const protocols = wsSubprotocols(options.token);
   return WssTransport.connect({
     ...options,
-    open: () => new WebSocket(url, WS_SUBPROTOCOL) as unknown as WebSocketLike,
+    open: () => new WebSocket(url, protocols) as unknown as WebSocketLike,
   });
 }
 

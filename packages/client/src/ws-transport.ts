@@ -1,6 +1,8 @@
 // WSS transport, sub-protocol `svc-ws`: one msgpack Request per binary frame out, one Response or
-// push per binary frame in. Works with the `ws` package (Node: headers at upgrade, custom CA) and
-// with the browser WebSocket (which cannot set headers: the bearer then travels only in each frame).
+// push per binary frame in. Works with the `ws` package (Node: bearer in the Authorization header at
+// upgrade, custom CA) and with the browser WebSocket (which cannot set headers: the bearer is
+// offered at upgrade as the sub-protocol entry `svc-bearer.<token>`, see `wsSubprotocols`). Every
+// frame carries the bearer as well.
 import { CLIENT_MAX_BODY_BYTES, decodeResponse, encodeRequest, type Request } from '@svc/protocol';
 import { Demultiplexer, type DemultiplexerOptions } from './demux.ts';
 import { TransportDisconnectedError } from './errors.ts';
@@ -8,6 +10,24 @@ import { abortErrorOf } from './abort.ts';
 import { lowerCaseHeaders, type PersistentTransport, type WireCall, type WireResult } from './transport.ts';
 
 export const WS_SUBPROTOCOL = 'svc-ws';
+/** Prefix of the sub-protocol entry carrying the bearer at upgrade (for browsers). */
+export const WS_BEARER_PREFIX = 'svc-bearer.';
+
+// An HTTP token (RFC 9110 tchar): what a sub-protocol entry may contain. JWTs qualify.
+const TOKEN_CHARS = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+
+/**
+ * The sub-protocols to offer: `svc-ws`, plus `svc-bearer.<token>` when there is a token. The daemon
+ * selects only `svc-ws`. Throws (without echoing the token) if the token cannot be a sub-protocol.
+ */
+export function wsSubprotocols(token?: string): string[] {
+  if (token === undefined) return [WS_SUBPROTOCOL];
+  if (!TOKEN_CHARS.test(token))
+    throw new TypeError(
+      'this bearer contains characters a WebSocket sub-protocol cannot carry; use a JWT or the REST transport',
+    );
+  return [WS_SUBPROTOCOL, WS_BEARER_PREFIX + token];
+}
 
 /** The subset of the WebSocket API used here (browser WebSocket and `ws` both provide it). */
 export interface WebSocketLike {
