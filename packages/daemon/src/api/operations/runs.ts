@@ -5,6 +5,7 @@ import type { Services } from '../services.ts';
 import type { Operation, OperationContext } from '../types.ts';
 import { requireAppPermission } from './apps.ts';
 import { optionalDurationMs } from './query.ts';
+import { DEFAULT_RUN_LIFECYCLE_SECONDS } from '../../supervisor/runs.ts';
 
 const MAX_RUN_SECONDS = 24 * 3600;
 
@@ -37,7 +38,9 @@ function runInput(context: OperationContext<Services>): {
   return {
     input: named,
     timeoutSeconds: timeoutMs === undefined ? 0 : timeoutMs / 1000,
-    lifecycleSeconds: lifecycleMs === undefined ? 0 : lifecycleMs / 1000,
+    // Without `lifecycle` the transient app is kept DEFAULT_RUN_LIFECYCLE_SECONDS after its exit, so
+    // a client can still read the last output and the exit code (lifecycle=0 removes it at once).
+    lifecycleSeconds: lifecycleMs === undefined ? DEFAULT_RUN_LIFECYCLE_SECONDS : lifecycleMs / 1000,
   };
 }
 
