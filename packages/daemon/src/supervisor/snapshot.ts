@@ -101,6 +101,8 @@ export class SnapshotWriter {
   #writing: Promise<void> | undefined;
   #lastWriteAt = 0;
   #closed = false;
+  /** Ends the loop's pause between writes early (close). */
+  #wake: (() => void) | undefined;
 
   constructor(
     file: string,
@@ -142,9 +144,11 @@ export class SnapshotWriter {
       while (this.#dirty && !this.#closed) {
         const wait = this.#lastWriteAt + this.#minIntervalMs - Date.now();
         await new Promise<void>((resolve) => {
+          this.#wake = resolve;
           if (wait > 0) setTimeout(resolve, wait).unref();
           else setImmediate(resolve);
         });
+        this.#wake = undefined;
         if (this.#closed) break;
         await this.#write();
       }
@@ -156,6 +160,10 @@ export class SnapshotWriter {
   /** Write now (after any write in flight) and stop accepting schedules. */
   async close(): Promise<void> {
     this.#closed = true;
+    // The pause is an unref'd timer: at shutdown nothing else may keep the event loop alive, and
+    // waiting for it would let the process end before the final write below (seen in CI: the
+    // snapshot then lacked a process started just before SIGTERM).
+    this.#wake?.();
     await this.#writing;
     await writeSnapshotFile(this.#file, JSON.stringify(this.#collect()));
   }
