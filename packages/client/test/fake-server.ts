@@ -1,11 +1,7 @@
 // A scripted svc TCP server for the timing-sensitive demultiplexer tests: a real local TLS socket
 // that speaks the framing and msgpack of the daemon, whose every answer the test decides.
-import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { createServer, type Server, type TLSSocket } from 'node:tls';
-import { promisify } from 'node:util';
+import { selfSignedCertificate } from '@svc/testkit';
 import {
   FrameDecoder,
   decodeRequest,
@@ -79,38 +75,8 @@ export function frame(message: Response): Buffer {
 
 let certificate: Promise<{ key: string; cert: string }> | undefined;
 
-async function selfSigned(): Promise<{ key: string; cert: string }> {
-  const dir = await mkdtemp(join(tmpdir(), 'svc-client-fake-'));
-  try {
-    const keyFile = join(dir, 'key.pem');
-    const certFile = join(dir, 'cert.pem');
-    await promisify(execFile)('openssl', [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-days',
-      '1',
-      '-subj',
-      '/CN=svc fake server',
-      '-addext',
-      'subjectAltName=IP:127.0.0.1',
-      '-keyout',
-      keyFile,
-      '-out',
-      certFile,
-    ]);
-    return { key: await readFile(keyFile, 'utf8'), cert: await readFile(certFile, 'utf8') };
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
-}
-
 export async function startFakeServer(): Promise<FakeServer> {
-  certificate ??= selfSigned();
+  certificate ??= selfSignedCertificate('svc fake server');
   const { key, cert } = await certificate;
   const sockets = new Set<TLSSocket>();
   const waiting: ((c: ScriptedConnection) => void)[] = [];

@@ -1,5 +1,5 @@
 // @svc/testkit: private helpers for cross-component tests.
-export { startTestIssuer } from './issuer.ts';
+export { selfSignedCertificate, startTestIssuer } from './issuer.ts';
 export type { Forgery, MintClaims, TestIssuer, TestIssuerOptions } from './issuer.ts';
 export { startTestDaemon, killManagedProcesses, TEST_PRINCIPALS, DEVELOPER_ROLE } from './daemon.ts';
 export type { TestDaemon, TestDaemonOptions, TestRole } from './daemon.ts';

@@ -84,8 +84,11 @@ async function newSigningKey(): Promise<SigningKey> {
   return { kid, privateKey, publicJwk, publicPem: await exportSPKI(publicKey) };
 }
 
-async function selfSignedCertificate(): Promise<{ key: string; cert: string }> {
-  const dir = await mkdtemp(join(tmpdir(), 'svc-test-issuer-'));
+/** A throw-away self-signed certificate for 127.0.0.1 (openssl), for test servers. */
+export async function selfSignedCertificate(
+  commonName = 'svc test issuer',
+): Promise<{ key: string; cert: string }> {
+  const dir = await mkdtemp(join(tmpdir(), 'svc-test-cert-'));
   try {
     const keyFile = join(dir, 'key.pem');
     const certFile = join(dir, 'cert.pem');
@@ -100,7 +103,7 @@ async function selfSignedCertificate(): Promise<{ key: string; cert: string }> {
       '-days',
       '1',
       '-subj',
-      '/CN=svc test issuer',
+      `/CN=${commonName}`,
       '-addext',
       'subjectAltName=IP:127.0.0.1',
       '-keyout',
