@@ -11,27 +11,19 @@ import { join } from 'node:path';
 import { tcpClient } from '@svc/testkit';
 import { keepAliveRest, ok } from './lib/rest.ts';
 import { latencyRow, type Benchmark, type Figure, type Row } from './lib/report.ts';
-import { killGroup, log, now, onCleanup, summarize } from './lib/util.ts';
+import { killGroup, log, now, onCleanup, sequential, summarize } from './lib/util.ts';
 import { startSvc } from './managers/svc.ts';
 import { commandLine } from './managers/types.ts';
 
 const WORKER = join(import.meta.dirname, 'lib/task-worker.ts');
 type Call = () => Promise<void>;
 
-async function sequential(call: Call, count: number, maxMs: number): Promise<number[]> {
-  for (let i = 0; i < 50; i++) await call();
-  const samples: number[] = [];
-  const deadline = now() + maxMs;
-  while (samples.length < count && now() < deadline) {
-    const t0 = now();
-    await call();
-    samples.push(now() - t0);
-  }
-  return samples;
-}
-
 /** `inFlight` loops issuing calls back to back for `ms`: tasks/s and per-call latencies. */
-async function parallel(call: Call, inFlight: number, ms: number): Promise<{ rate: number; samples: number[] }> {
+async function parallel(
+  call: Call,
+  inFlight: number,
+  ms: number,
+): Promise<{ rate: number; samples: number[] }> {
   await Promise.all(Array.from({ length: inFlight }, () => call()));
   const samples: number[] = [];
   const t0 = now();
@@ -49,13 +41,16 @@ async function parallel(call: Call, inFlight: number, ms: number): Promise<{ rat
 }
 
 function check(status: number, body: Buffer | Uint8Array, expected: string | undefined, what: string): void {
-  if (status !== 200) throw new Error(`${what}: HTTP ${status} ${Buffer.from(body).toString('utf8').slice(0, 200)}`);
-  if (expected !== undefined && Buffer.from(body).toString('utf8') !== expected) throw new Error(`${what}: unexpected result`);
+  if (status !== 200)
+    throw new Error(`${what}: HTTP ${status} ${Buffer.from(body).toString('utf8').slice(0, 200)}`);
+  if (expected !== undefined && Buffer.from(body).toString('utf8') !== expected)
+    throw new Error(`${what}: unexpected result`);
 }
 
 export const tasksBenchmark: Benchmark = {
   name: 'tasks',
-  description: 'task round trip client → svcd → managed worker → client over TCP and REST, sequential and 8 in flight, vs a bare HTTPS/TLS echo',
+  description:
+    'task round trip client → svcd → managed worker → client over TCP and REST, sequential and 8 in flight, vs a bare HTTPS/TLS echo',
   async run(ctx) {
     const count = ctx.quick ? 300 : 2000;
     const ms = ctx.quick ? 1000 : 3000;
@@ -71,16 +66,23 @@ export const tasksBenchmark: Benchmark = {
         await svc.rest.call('PUT', '/svc/app/worker', {
           command: commandLine([process.execPath, WORKER]),
           behavior: { exit: 'standby' },
-          env: { NODE_EXTRA_CA_CERTS: join(svc.daemon.workDir, 'ssl', 'ca.pem'), WORKER_CONCURRENCY: String(inFlight) },
+          env: {
+            NODE_EXTRA_CA_CERTS: join(svc.daemon.workDir, 'ssl', 'ca.pem'),
+            WORKER_CONCURRENCY: String(inFlight),
+          },
         }),
         'PUT worker',
       );
       const floorBody = 'result';
       await writeFile(join(dir, 'body.txt'), floorBody);
       const ssl = join(svc.daemon.workDir, 'ssl');
-      const server = fork(join(import.meta.dirname, 'lib/floor-server.ts'), [join(ssl, 'server-key.pem'), join(ssl, 'server.pem'), join(dir, 'body.txt')], {
-        stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-      });
+      const server = fork(
+        join(import.meta.dirname, 'lib/floor-server.ts'),
+        [join(ssl, 'server-key.pem'), join(ssl, 'server.pem'), join(dir, 'body.txt')],
+        {
+          stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+        },
+      );
       closers.push(
         onCleanup('floor echo server', () => {
           server.disconnect();
@@ -99,7 +101,11 @@ export const tasksBenchmark: Benchmark = {
         closers.push(() => c.close());
         return async () => {
           const payload = `t${seq++}`;
-          const r = await c.call('POST', path, { token, rawBody: payload, headers: { 'content-type': 'text/plain' } });
+          const r = await c.call('POST', path, {
+            token,
+            rawBody: payload,
+            headers: { 'content-type': 'text/plain' },
+          });
           check(r.status, r.body, svcSide ? payload : undefined, 'TCP task');
         };
       };
@@ -113,8 +119,18 @@ export const tasksBenchmark: Benchmark = {
         };
       };
       const floorUrl = `https://127.0.0.1:${ports.https}`;
-      const variants: { name: string; floor: string; svc: (n: number) => Promise<Call>; bare: (n: number) => Promise<Call> }[] = [
-        { name: 'TCP', floor: 'floor TLS TCP echo', svc: () => tcpCall(svc.daemon.tcpPort, true), bare: () => tcpCall(ports.tcp, false) },
+      const variants: {
+        name: string;
+        floor: string;
+        svc: (n: number) => Promise<Call>;
+        bare: (n: number) => Promise<Call>;
+      }[] = [
+        {
+          name: 'TCP',
+          floor: 'floor TLS TCP echo',
+          svc: () => tcpCall(svc.daemon.tcpPort, true),
+          bare: () => tcpCall(ports.tcp, false),
+        },
         {
           name: 'REST',
           floor: 'floor HTTPS echo',
@@ -124,8 +140,14 @@ export const tasksBenchmark: Benchmark = {
       ];
       for (const v of variants) {
         log(`tasks: ${v.name} sequential (${count})`);
-        latency.push(latencyRow(`svc ${v.name}`, summarize(await sequential(await v.svc(1), count, 60_000)), { group: v.name }));
-        latency.push(latencyRow(v.floor, summarize(await sequential(await v.bare(1), count, 60_000)), { group: v.name }));
+        latency.push(
+          latencyRow(`svc ${v.name}`, summarize(await sequential(await v.svc(1), count, 60_000)), {
+            group: v.name,
+          }),
+        );
+        latency.push(
+          latencyRow(v.floor, summarize(await sequential(await v.bare(1), count, 60_000)), { group: v.name }),
+        );
         log(`tasks: ${v.name} ${inFlight} in flight (${ms} ms)`);
         // TCP: 8 outstanding requests on one connection; REST: 8 keep-alive connections.
         for (const [subject, make] of [
@@ -134,7 +156,13 @@ export const tasksBenchmark: Benchmark = {
         ] as const) {
           const p = await parallel(await make(inFlight), inFlight, ms);
           const s = summarize(p.samples);
-          rates.push({ subject, group: v.name, value: p.rate, n: s.n, note: `p50 ${s.p50.toFixed(2)} ms, p99 ${s.p99.toFixed(2)} ms` });
+          rates.push({
+            subject,
+            group: v.name,
+            value: p.rate,
+            n: s.n,
+            note: `p50 ${s.p50.toFixed(2)} ms, p99 ${s.p99.toFixed(2)} ms`,
+          });
         }
       }
     } finally {
@@ -143,8 +171,20 @@ export const tasksBenchmark: Benchmark = {
       await rm(dir, { recursive: true, force: true });
     }
     const figures: Figure[] = [
-      { id: '11a', title: 'Task round trip, sequential (client → svcd → worker → client)', unit: 'ms', better: 'lower', rows: latency },
-      { id: '11b', title: `Tasks/s, ${inFlight} in flight (worker with ${inFlight} fetch loops)`, unit: 'tasks/s', better: 'higher', rows: rates },
+      {
+        id: '11a',
+        title: 'Task round trip, sequential (client → svcd → worker → client)',
+        unit: 'ms',
+        better: 'lower',
+        rows: latency,
+      },
+      {
+        id: '11b',
+        title: `Tasks/s, ${inFlight} in flight (worker with ${inFlight} fetch loops)`,
+        unit: 'tasks/s',
+        better: 'higher',
+        rows: rates,
+      },
     ];
     return figures;
   },

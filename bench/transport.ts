@@ -7,22 +7,10 @@ import { join } from 'node:path';
 import { tcpClient, wsClient, type ApiClient } from '@svc/testkit';
 import { keepAliveRest, ok } from './lib/rest.ts';
 import { latencyRow, type Benchmark, type Figure, type Row } from './lib/report.ts';
-import { killGroup, log, now, onCleanup, summarize } from './lib/util.ts';
+import { killGroup, log, now, onCleanup, sequential, summarize } from './lib/util.ts';
 import { startSvc } from './managers/svc.ts';
 
 type Call = () => Promise<void>;
-
-async function sequential(call: Call, count: number, maxMs: number): Promise<number[]> {
-  for (let i = 0; i < 50; i++) await call();
-  const samples: number[] = [];
-  const deadline = now() + maxMs;
-  while (samples.length < count && now() < deadline) {
-    const t0 = now();
-    await call();
-    samples.push(now() - t0);
-  }
-  return samples;
-}
 
 /** `inFlight` workers issuing calls back to back for `ms`; returns completed requests/s. */
 async function throughput(call: Call, inFlight: number, ms: number): Promise<number> {
@@ -47,7 +35,8 @@ function check(result: { status: number }, what: string): void {
 
 export const transportBenchmark: Benchmark = {
   name: 'transport',
-  description: 'GET /svc/self per transport: sequential p50/p99 and req/s at 64 in flight vs a bare Node server',
+  description:
+    'GET /svc/self per transport: sequential p50/p99 and req/s at 64 in flight vs a bare Node server',
   async run(ctx) {
     const count = ctx.quick ? 500 : 5000;
     const seconds = ctx.quick ? 1 : 4;
@@ -87,7 +76,13 @@ export const transportBenchmark: Benchmark = {
         closers.push(async () => rest.close());
         return async () => check(await rest.call('GET', '/svc/self'), 'GET /svc/self');
       };
-      const transports: { name: string; svc: () => Promise<Call>; floor: () => Promise<Call>; svc64: () => Promise<Call>; floor64: () => Promise<Call> }[] = [
+      const transports: {
+        name: string;
+        svc: () => Promise<Call>;
+        floor: () => Promise<Call>;
+        svc64: () => Promise<Call>;
+        floor64: () => Promise<Call>;
+      }[] = [
         {
           name: 'REST',
           svc: async () => restCall(svc.daemon.restUrl, 1),
@@ -113,10 +108,26 @@ export const transportBenchmark: Benchmark = {
       for (const t of transports) {
         log(`transport: ${t.name}`);
         const floorLabel = t.name === 'REST' ? 'floor HTTPS' : `floor ${t.name}`;
-        latency.push(latencyRow(`svc ${t.name}`, summarize(await sequential(await t.svc(), count, 30_000)), { group: t.name }));
-        latency.push(latencyRow(floorLabel, summarize(await sequential(await t.floor(), count, 30_000)), { group: t.name }));
-        rps.push({ subject: `svc ${t.name}`, group: t.name, value: await throughput(await t.svc64(), 64, seconds * 1000) });
-        rps.push({ subject: floorLabel, group: t.name, value: await throughput(await t.floor64(), 64, seconds * 1000) });
+        latency.push(
+          latencyRow(`svc ${t.name}`, summarize(await sequential(await t.svc(), count, 30_000)), {
+            group: t.name,
+          }),
+        );
+        latency.push(
+          latencyRow(floorLabel, summarize(await sequential(await t.floor(), count, 30_000)), {
+            group: t.name,
+          }),
+        );
+        rps.push({
+          subject: `svc ${t.name}`,
+          group: t.name,
+          value: await throughput(await t.svc64(), 64, seconds * 1000),
+        });
+        rps.push({
+          subject: floorLabel,
+          group: t.name,
+          value: await throughput(await t.floor64(), 64, seconds * 1000),
+        });
       }
     } finally {
       for (const close of closers.reverse()) await close().catch(() => undefined);

@@ -101,7 +101,12 @@ export async function runCleanups(): Promise<void> {
     const entry = cleanups.pop()!;
     log(`cleanup: ${entry.what}`);
     try {
-      await Promise.race([entry.fn(), sleep(15_000).then(() => { throw new Error('cleanup timed out'); })]);
+      await Promise.race([
+        entry.fn(),
+        sleep(15_000).then(() => {
+          throw new Error('cleanup timed out');
+        }),
+      ]);
     } catch (error) {
       process.stderr.write(`bench: cleanup of ${entry.what} failed: ${(error as Error).message}\n`);
     }
@@ -130,4 +135,17 @@ export function fmtMs(ms: number): string {
 const t0 = now();
 export function log(message: string): void {
   process.stderr.write(`[${((now() - t0) / 1000).toFixed(1).padStart(6)} s] ${message}\n`);
+}
+
+/** After 50 warm-up calls, up to `count` sequential calls within `maxMs`; their latencies in ms. */
+export async function sequential(call: () => Promise<void>, count: number, maxMs: number): Promise<number[]> {
+  for (let i = 0; i < 50; i++) await call();
+  const samples: number[] = [];
+  const deadline = now() + maxMs;
+  while (samples.length < count && now() < deadline) {
+    const t0 = now();
+    await call();
+    samples.push(now() - t0);
+  }
+  return samples;
 }

@@ -1,11 +1,10 @@
 // TCP TLS transport (Node only): framed msgpack Requests out, Responses and pushes in, one reader.
 import { connect as tlsConnect, type ConnectionOptions, type TLSSocket } from 'node:tls';
-import { CLIENT_MAX_BODY_BYTES, encodeFrame, encodeRequest, type Request } from '@svc/protocol';
+import { CLIENT_MAX_BODY_BYTES, encodeFrame, encodeRequest } from '@svc/protocol';
 import { createFrameReader } from './frame-reader.ts';
 import { Demultiplexer, type DemultiplexerOptions } from './demux.ts';
-import { abortErrorOf } from './abort.ts';
-import { TransportDisconnectedError } from './errors.ts';
-import { lowerCaseHeaders, type PersistentTransport, type WireCall, type WireResult } from './transport.ts';
+import { demuxedCall } from './persistent-call.ts';
+import { type PersistentTransport, type WireCall, type WireResult } from './transport.ts';
 
 export interface TcpTransportOptions extends DemultiplexerOptions {
   host: string;
@@ -70,36 +69,17 @@ export class TcpTransport implements PersistentTransport {
     );
   }
 
-  async call(call: WireCall): Promise<WireResult> {
-    const request: Request = {
-      uuid: crypto.randomUUID(),
-      request_uri: call.path,
-      http_method: call.method,
-      client_addr: '',
-      headers: call.headers ?? {},
-      query: call.query ?? {},
-      body: call.body ?? new Uint8Array(0),
-    };
-    const frame = encodeFrame(encodeRequest(request), this.#maxBodyBytes);
-    // Registered before the bytes are written (rule 2, S7).
-    const answer = this.demux.expect(request.uuid);
-    const onAbort = (): void => this.demux.cancel(request.uuid, abortErrorOf(call.signal));
-    call.signal?.addEventListener('abort', onAbort, { once: true });
-    try {
-      if (call.signal?.aborted === true) onAbort();
-      else if (this.#socket.destroyed || !this.#socket.writable)
-        this.demux.cancel(request.uuid, new TransportDisconnectedError('transport is closed'));
-      else this.#socket.write(frame);
-      const response = await answer;
-      return {
-        status: response.http_status,
-        headers: lowerCaseHeaders(response.headers),
-        contentType: response.body_msg_type,
-        body: response.body,
-      };
-    } finally {
-      call.signal?.removeEventListener('abort', onAbort);
-    }
+  call(call: WireCall): Promise<WireResult> {
+    return demuxedCall(
+      this.demux,
+      call,
+      (request) => encodeFrame(encodeRequest(request), this.#maxBodyBytes),
+      (bytes) => {
+        if (this.#socket.destroyed || !this.#socket.writable) return false;
+        this.#socket.write(bytes);
+        return true;
+      },
+    );
   }
 
   async close(): Promise<void> {

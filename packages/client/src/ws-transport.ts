@@ -3,11 +3,11 @@
 // upgrade, custom CA) and with the browser WebSocket (which cannot set headers: the bearer is
 // offered at upgrade as the sub-protocol entry `svc-bearer.<token>`, see `wsSubprotocols`). Every
 // frame carries the bearer as well.
-import { CLIENT_MAX_BODY_BYTES, decodeResponse, encodeRequest, type Request } from '@svc/protocol';
+import { CLIENT_MAX_BODY_BYTES, decodeResponse, encodeRequest } from '@svc/protocol';
 import { Demultiplexer, type DemultiplexerOptions } from './demux.ts';
+import { demuxedCall } from './persistent-call.ts';
 import { TransportDisconnectedError } from './errors.ts';
-import { abortErrorOf } from './abort.ts';
-import { lowerCaseHeaders, type PersistentTransport, type WireCall, type WireResult } from './transport.ts';
+import { type PersistentTransport, type WireCall, type WireResult } from './transport.ts';
 
 export const WS_SUBPROTOCOL = 'svc-ws';
 /** Prefix of the sub-protocol entry carrying the bearer at upgrade (for browsers). */
@@ -89,36 +89,17 @@ export class WssTransport implements PersistentTransport {
     return new WssTransport(ws, new Demultiplexer(options), options.maxBodyBytes ?? CLIENT_MAX_BODY_BYTES);
   }
 
-  async call(call: WireCall): Promise<WireResult> {
-    const request: Request = {
-      uuid: crypto.randomUUID(),
-      request_uri: call.path,
-      http_method: call.method,
-      client_addr: '',
-      headers: call.headers ?? {},
-      query: call.query ?? {},
-      body: call.body ?? new Uint8Array(0),
-    };
-    const bytes = encodeRequest(request);
-    // Registered before the bytes are written (rule 2, S7).
-    const answer = this.demux.expect(request.uuid);
-    const onAbort = (): void => this.demux.cancel(request.uuid, abortErrorOf(call.signal));
-    call.signal?.addEventListener('abort', onAbort, { once: true });
-    try {
-      if (call.signal?.aborted === true) onAbort();
-      else if (this.#ws.readyState !== 1)
-        this.demux.cancel(request.uuid, new TransportDisconnectedError('transport is closed'));
-      else this.#ws.send(bytes);
-      const response = await answer;
-      return {
-        status: response.http_status,
-        headers: lowerCaseHeaders(response.headers),
-        contentType: response.body_msg_type,
-        body: response.body,
-      };
-    } finally {
-      call.signal?.removeEventListener('abort', onAbort);
-    }
+  call(call: WireCall): Promise<WireResult> {
+    return demuxedCall(
+      this.demux,
+      call,
+      (request) => encodeRequest(request),
+      (bytes) => {
+        if (this.#ws.readyState !== 1) return false;
+        this.#ws.send(bytes);
+        return true;
+      },
+    );
   }
 
   async close(): Promise<void> {
