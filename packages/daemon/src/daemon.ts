@@ -22,6 +22,7 @@ import { INSTALL_ROOT, type DaemonConfig } from './config/config.ts';
 import { HostConfigStore } from './config/host-config-store.ts';
 import { PortsFile } from './config/ports-file.ts';
 import { EventHub } from './events/event-hub.ts';
+import { createForwarder } from './forwarding/index.ts';
 import { createLogger, type Logger } from './log/logger.ts';
 import { loadOrCreateMasterKey } from './model/secret-crypter.ts';
 import { createSupervisor } from './supervisor/supervisor.ts';
@@ -195,7 +196,8 @@ export async function startDaemon(
     logger,
     restBaseUrl: () => restBaseUrl,
   };
-  resolveReady(createDispatcher({ router: new Router(operations), services, auth, logger }));
+  const forwarder = await createForwarder({ config, tls, tcpPort: () => tcpPort, logger });
+  resolveReady(createDispatcher({ router: new Router(operations), services, auth, logger, forwarder }));
 
   const portsFile = new PortsFile(work);
   await portsFile.set('rest', restPort);
@@ -245,6 +247,7 @@ export async function startDaemon(
           await closed;
         });
         await step('close events', () => events.close());
+        await step('close forward links', () => forwarder.close());
         await step('stop ports merge', () => {
           stopPortsMerge();
           stopAdminPortsMerge();

@@ -14,6 +14,10 @@ export const ERROR_CODES = {
     description: 'A process key was sent in the query string; it is accepted only in X-Svc-Process-Key.',
   },
   invalid_frame: { status: 400, description: 'A TCP or WSS message could not be decoded.' },
+  invalid_target_host: {
+    status: 400,
+    description: "X-Target-Host is not a valid host[:port] (the target instance's TCP API address).",
+  },
   unauthorized: { status: 401, description: 'No bearer token was presented.' },
   invalid_token: { status: 401, description: 'The bearer token is invalid, expired or from another issuer.' },
   forbidden: { status: 403, description: 'The principal lacks the permission this operation needs.' },
@@ -22,6 +26,11 @@ export const ERROR_CODES = {
   target_not_allowed: {
     status: 403,
     description: 'X-Target-Host names an instance that is not an allowed target.',
+  },
+  process_key_not_forwarded: {
+    status: 403,
+    description:
+      'A request carrying X-Svc-Process-Key (worker task RPC) is never forwarded to another instance.',
   },
   process_key_transport: {
     status: 403,
@@ -48,8 +57,17 @@ export const ERROR_CODES = {
   payload_too_large: { status: 413, description: 'The body or frame exceeds the size limit.' },
   too_many_connections: { status: 429, description: 'Too many connections or requests from this client.' },
   internal: { status: 500, description: 'An unexpected error inside the service.' },
+  target_unreachable: {
+    status: 502,
+    description:
+      'The forward target could not be reached or its connection failed (refused, TLS verification, closed mid-request).',
+  },
   queue_full: { status: 503, description: 'The bounded queue is full.' },
   unavailable: { status: 503, description: 'A dependency is unavailable (for example the token issuer).' },
+  target_timeout: {
+    status: 504,
+    description: 'The connection to the forward target was not established within the connect timeout.',
+  },
 } as const satisfies Record<string, { status: number; description: string }>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

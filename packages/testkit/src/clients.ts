@@ -199,11 +199,16 @@ export async function tcpClient(host: string, port: number, ca: string): Promise
   };
 }
 
-export async function wsClient(baseUrl: string, ca: string, token?: string): Promise<PersistentClient> {
+export async function wsClient(
+  baseUrl: string,
+  ca: string,
+  token?: string,
+  upgradeHeaders: Record<string, string> = {},
+): Promise<PersistentClient> {
   const url = baseUrl.replace(/^https:/, 'wss:');
   const ws = new WebSocket(url, 'svc-ws', {
     ca,
-    headers: token === undefined ? {} : { authorization: `Bearer ${token}` },
+    headers: { ...upgradeHeaders, ...(token === undefined ? {} : { authorization: `Bearer ${token}` }) },
   });
   await new Promise<void>((resolve, reject) => {
     ws.once('open', () => resolve());

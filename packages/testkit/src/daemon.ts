@@ -2,7 +2,7 @@
 // with principals for every built-in role written to work/auth/policy.yaml before the first start.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import type { Permission } from '@svc/protocol';
@@ -52,6 +52,11 @@ export interface TestDaemonOptions {
   issuer?: TestIssuer;
   /** Files to write under SVC_HOME before the first start, e.g. `{'config/config.yaml': '...'}`. */
   files?: Record<string, string>;
+  /**
+   * Share TLS with another test daemon: its `work/ssl` (CA, server certificate and key) is copied
+   * into this SVC_HOME before the first start, so each trusts the other's certificate (forwarding).
+   */
+  tlsFrom?: { workDir: string };
 }
 
 export interface TestDaemon extends AsyncDisposable {
@@ -67,7 +72,8 @@ export interface TestDaemon extends AsyncDisposable {
   token(role: TestRole): Promise<string>;
   rest(): ApiClient;
   tcp(): Promise<PersistentClient>;
-  wss(token?: string): Promise<PersistentClient>;
+  /** `headers` go in the upgrade request (for example X-Target-Host). */
+  wss(token?: string, headers?: Record<string, string>): Promise<PersistentClient>;
   /** Everything svcd wrote to stderr so far. */
   stderr(): string;
   /** SIGTERM and wait (apps keep running). */
@@ -101,6 +107,8 @@ export async function startTestDaemon(options: TestDaemonOptions = {}): Promise<
     await mkdir(join(workDir, 'auth'), { recursive: true, mode: 0o700 });
     await writeFile(join(workDir, 'auth', 'policy.yaml'), policyYaml(), { mode: 0o600 });
   }
+  if (options.tlsFrom !== undefined)
+    await cp(join(options.tlsFrom.workDir, 'ssl'), join(workDir, 'ssl'), { recursive: true });
   for (const [file, content] of Object.entries(options.files ?? {})) {
     await mkdir(dirname(join(home, file)), { recursive: true, mode: 0o700 });
     await writeFile(join(home, file), content, { mode: 0o600 });
@@ -174,8 +182,8 @@ export async function startTestDaemon(options: TestDaemonOptions = {}): Promise<
       clients.push(client);
       return client;
     },
-    async wss(token) {
-      const client = await wsClient(restUrl, ca, token);
+    async wss(token, headers) {
+      const client = await wsClient(restUrl, ca, token, headers);
       clients.push(client);
       return client;
     },

@@ -2,6 +2,7 @@
 // turn every failure into the registry's error body. Nothing here knows which transport is calling.
 import { SvcError } from '@svc/protocol';
 import type { Principal } from '../auth/principal.ts';
+import type { Forwarder } from '../forwarding/forwarder.ts';
 import type { Logger } from '../log/logger.ts';
 import { errorResponse } from './responses.ts';
 import type { Router } from './router.ts';
@@ -27,6 +28,8 @@ export interface DispatcherOptions<S> {
   services: S;
   auth: Authenticator;
   logger: Logger;
+  /** Gateway for requests carrying X-Target-Host (forwarding/); without it the header is ignored. */
+  forwarder?: Forwarder | undefined;
 }
 
 export type Dispatch = (request: ApiRequest) => Promise<ApiResponse>;
@@ -69,8 +72,21 @@ export function createDispatcher<S>(options: DispatcherOptions<S>): Dispatch {
     return principal;
   };
 
+  const forwardContext = {
+    route: (method: string, path: string) => {
+      const { operation } = router.match(method, path);
+      return { operationId: operation.id, access: operation.access };
+    },
+    authenticate: principalOf,
+    unauthorized: (message: string) => unauthorized('unauthorized', message),
+  };
+
   return async (request) => {
     try {
+      if (options.forwarder !== undefined && request.headers['x-target-host'] !== undefined) {
+        const forwarded = await options.forwarder.forward(request, forwardContext);
+        if (forwarded !== undefined) return forwarded;
+      }
       const { operation, params } = router.match(request.method, request.path);
       let principal: Principal | undefined;
       const access = operation.access;

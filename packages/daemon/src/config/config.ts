@@ -37,6 +37,7 @@ const fileSchema = z
     log_level: z.enum(['debug', 'info', 'warn', 'error']),
     labels: z.record(z.string().regex(/^[A-Za-z0-9_.-]{1,128}$/), z.string().max(1024)),
     forward_targets: z.array(z.string()),
+    forward_ca_file: z.string().nullable(),
     registry_url: z.string().nullable(),
     tls: z
       .object({ cert_file: z.string(), key_file: z.string(), ca_file: z.string().optional() })
@@ -92,6 +93,8 @@ export interface DaemonConfig {
   logLevel: 'debug' | 'info' | 'warn' | 'error';
   labels: Record<string, string>;
   forwardTargets: string[];
+  /** Extra CA file (PEM) trusted for forward targets, besides this daemon's own CA. */
+  forwardCaFile: string | undefined;
   registryUrl: string | undefined;
   tls: { certFile: string; keyFile: string; caFile: string | undefined } | undefined;
   limits: Limits;
@@ -223,6 +226,9 @@ export async function loadConfig(env: NodeJS.ProcessEnv = process.env): Promise<
             .map((s) => s.trim())
             .filter(Boolean)
         : (file.forward_targets ?? []),
+    forwardCaFile: ((f) => (f ? resolve(home, f) : undefined))(
+      env['SVC_FORWARD_CA_FILE'] || file.forward_ca_file,
+    ),
     registryUrl,
     tls:
       file.tls == null

@@ -29,6 +29,8 @@ export interface WireSessionOptions {
   logger: Logger;
   /** Authorization header value presented at WSS upgrade, used when a frame carries none. */
   upgradeAuthorization?: string | undefined;
+  /** X-Target-Host presented at WSS upgrade: the forward target of frames that name none. */
+  upgradeTargetHost?: string | undefined;
   maxInFlight?: number;
   maxBufferedBytes?: number;
 }
@@ -87,11 +89,17 @@ export class WireSession implements PersistentConnection {
     try {
       const request = toApiRequest(message, this, this.#options.remoteAddress);
       const upgrade = this.#options.upgradeAuthorization;
-      const withAuth =
-        upgrade !== undefined && request.headers['authorization'] === undefined
-          ? { ...request, headers: { ...request.headers, authorization: upgrade } }
-          : request;
-      response = toWireResponse(message, await this.#options.dispatch(withAuth));
+      const target = this.#options.upgradeTargetHost;
+      const inherit: Record<string, string> = {};
+      if (upgrade !== undefined && request.headers['authorization'] === undefined)
+        inherit['authorization'] = upgrade;
+      if (target !== undefined && request.headers['x-target-host'] === undefined)
+        inherit['x-target-host'] = target;
+      const withUpgrade =
+        inherit['authorization'] === undefined && inherit['x-target-host'] === undefined
+          ? request
+          : { ...request, headers: { ...request.headers, ...inherit } };
+      response = toWireResponse(message, await this.#options.dispatch(withUpgrade));
     } catch (error) {
       response = toWireError(
         message,

@@ -73,6 +73,7 @@ export function attachWsTransport(server: Server, options: WsTransportOptions): 
         dispatch: options.dispatch,
         logger,
         upgradeAuthorization: authorization,
+        upgradeTargetHost: singleHeader(req.headers['x-target-host']),
         sink: {
           write: (bytes) => ws.send(bytes, { binary: true }),
           bufferedBytes: () => ws.bufferedAmount,
@@ -97,4 +98,8 @@ export function attachWsTransport(server: Server, options: WsTransportOptions): 
     });
   }
   return wss;
+}
+
+function singleHeader(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
 }
