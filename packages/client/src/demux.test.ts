@@ -83,6 +83,41 @@ describe('Demultiplexer', () => {
     expect(b).toEqual([{ subscription_id: 'b', event_type: '__disconnected__' }]);
   });
 
+  it("a gateway's __disconnected__ push is a per-subscription event, not a transport stop (Events rule 7)", async () => {
+    const demux = new Demultiplexer();
+    const a: SubscriptionEvent[] = [];
+    const b: SubscriptionEvent[] = [];
+    demux.register('a', (e) => {
+      a.push(e);
+    });
+    demux.register('b', (e) => {
+      b.push(e);
+    });
+    const pending = demux.expect('u');
+    const body = {
+      subscription_id: 'a',
+      event_type: '__disconnected__',
+      app_name: 'web',
+      timestamp: 1,
+      sequence: 3,
+      data: { message: 'forward target node-b:6059 closed the connection' },
+    };
+    demux.deliver({
+      uuid: 'gw-1',
+      request_uri: EVENT_REQUEST_URI,
+      http_status: 200,
+      body_msg_type: 'application/json',
+      headers: { 'X-Subscription-Id': 'a', 'X-Event-Type': '__disconnected__', 'X-App-Name': 'web' },
+      body: new TextEncoder().encode(JSON.stringify(body)),
+    });
+    expect(a).toEqual([body]);
+    expect(demux.stopped).toBe(false); // the local transport is up
+    demux.deliver(event('b', 1));
+    demux.deliver(answer('u'));
+    await expect(pending).resolves.toMatchObject({ uuid: 'u' });
+    expect(b.map((e) => e.event_type)).toEqual(['STATUS']);
+  });
+
   it('a throwing callback is reported and does not stop later events', () => {
     const errors: unknown[] = [];
     const demux = new Demultiplexer({ onCallbackError: (e) => errors.push(e) });
