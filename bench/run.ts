@@ -1,5 +1,5 @@
 // Side-by-side benchmarks: svc against pm2, supervisord and the raw-spawn floor, in one run on one
-// machine. Usage: npm run bench -- [--quick] [--only start,stop,rss,crash,transport,token,events,tasks]
+// machine. Usage: npm run bench -- [--quick] [--only start,stop,rss,crash,transport,token,events,tasks,forward]
 //                                   [--managers floor,svc,pm2,supervisord] [--profile]
 // Prints a table (every svc figure with its ratio to each peer) and writes bench/out/results.json.
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { crashBenchmark } from './crash.ts';
 import { eventsBenchmark } from './events.ts';
+import { forwardBenchmark } from './forward.ts';
 import { renderTable, type BenchContext, type Benchmark, type Figure } from './lib/report.ts';
 import { log, runCleanups } from './lib/util.ts';
 import { MANAGER_KINDS, type ManagerKind } from './managers/types.ts';
@@ -27,6 +28,7 @@ const BENCHMARKS: readonly Benchmark[] = [
   tokenBenchmark,
   eventsBenchmark,
   tasksBenchmark,
+  forwardBenchmark,
 ];
 const OUT = join(import.meta.dirname, 'out');
 
@@ -54,10 +56,15 @@ if (values.help) {
   process.exit(0);
 }
 
-const only = values.only?.split(',').map((s) => s.trim()).filter(Boolean);
+const only = values.only
+  ?.split(',')
+  .map((s) => s.trim())
+  .filter(Boolean);
 for (const name of only ?? []) {
   if (!BENCHMARKS.some((b) => b.name === name)) {
-    process.stderr.write(`bench: unknown benchmark ${name}; one of ${BENCHMARKS.map((b) => b.name).join(', ')}\n`);
+    process.stderr.write(
+      `bench: unknown benchmark ${name}; one of ${BENCHMARKS.map((b) => b.name).join(', ')}\n`,
+    );
     process.exit(2);
   }
 }
@@ -73,7 +80,8 @@ const ctx: BenchContext = {
   quick: values.quick,
   managers,
   profileDir,
-  svcEnv: () => (profileDir === undefined ? undefined : { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir}` }),
+  svcEnv: () =>
+    profileDir === undefined ? undefined : { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir}` },
 };
 
 let interrupted = false;
@@ -118,8 +126,13 @@ const machine = {
   managers,
 };
 await writeFile(join(OUT, 'results.json'), JSON.stringify({ machine, figures, errors }, null, 2) + '\n');
-await writeFile(join(OUT, 'results.md'), `Run of ${machine.date} (${machine.cpus} × ${machine.cpu}, Node ${machine.node}${ctx.quick ? ', --quick' : ''})\n\n${table}\n`);
-log(`bench: wrote ${join(OUT, 'results.json')}${errors.length > 0 ? `; ${errors.length} benchmark(s) failed` : ''}`);
+await writeFile(
+  join(OUT, 'results.md'),
+  `Run of ${machine.date} (${machine.cpus} × ${machine.cpu}, Node ${machine.node}${ctx.quick ? ', --quick' : ''})\n\n${table}\n`,
+);
+log(
+  `bench: wrote ${join(OUT, 'results.json')}${errors.length > 0 ? `; ${errors.length} benchmark(s) failed` : ''}`,
+);
 await runCleanups();
 // pm2's client API keeps handles open after disconnect(); everything the bench started is stopped
 // by now, so leave explicitly rather than wait for them.

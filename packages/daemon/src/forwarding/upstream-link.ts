@@ -37,6 +37,7 @@ export class UpstreamLink {
   readonly #options: UpstreamLinkOptions;
   #closed = false;
   #closing = false;
+  #corked = false;
   lastUsed = Date.now();
 
   private constructor(socket: TLSSocket, options: UpstreamLinkOptions) {
@@ -100,6 +101,15 @@ export class UpstreamLink {
     const answer = new Promise<WireResponse>((resolve, reject) =>
       this.#waiters.set(request.uuid, { resolve, reject }),
     );
+    // Requests forwarded in one turn of the event loop leave in one write (as the TCP transport does).
+    if (!this.#corked) {
+      this.#corked = true;
+      this.#socket.cork();
+      queueMicrotask(() => {
+        this.#corked = false;
+        this.#socket.uncork();
+      });
+    }
     this.#socket.write(encodeFrame(encodeRequest(request)));
     return answer;
   }
