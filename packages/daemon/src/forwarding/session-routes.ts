@@ -6,6 +6,7 @@
 // `__disconnected__` push with `data.message`.
 import { SvcError, type Request as WireRequest, type Response as WireResponse } from '@svc/protocol';
 import type { PersistentConnection } from '../api/types.ts';
+import { ALL_APPS } from '../events/subscription-registry.ts';
 import type { Logger } from '../log/logger.ts';
 import { disconnectedPush, fromWireResponse, subscriptionOf } from './gateway.ts';
 import type { ResolvedTarget } from './targets.ts';
@@ -35,6 +36,8 @@ interface Route {
   readonly connection: PersistentConnection;
   readonly target: ResolvedTarget;
   link: Promise<UpstreamLink>;
+  /** The link once connected (closed at once when the route ends). */
+  connected: UpstreamLink | undefined;
   readonly subscriptions: Map<string, RouteSubscription>;
   inFlight: number;
   ended: boolean;
@@ -44,6 +47,8 @@ export class SessionRoutes {
   readonly #options: SessionRoutesOptions;
   /** connection id → target key → route */
   readonly #routes = new Map<string, Map<string, Route>>();
+  /** Connections whose close is already hooked (once per connection, however often routes come and go). */
+  readonly #hooked = new WeakSet<PersistentConnection>();
   #total = 0;
 
   constructor(options: SessionRoutesOptions) {
@@ -102,6 +107,9 @@ export class SessionRoutes {
     if (routes === undefined) {
       routes = new Map();
       this.#routes.set(connection.id, routes);
+    }
+    if (!this.#hooked.has(connection)) {
+      this.#hooked.add(connection);
       // The client went away: its routes end, and with their links the target's subscriptions.
       connection.onClose(() => {
         for (const route of [...(this.#routes.get(connection.id)?.values() ?? [])])
@@ -112,6 +120,7 @@ export class SessionRoutes {
       connection,
       target,
       link: Promise.resolve(undefined as unknown as UpstreamLink),
+      connected: undefined,
       subscriptions: new Map(),
       inFlight: 0,
       ended: false,
@@ -125,6 +134,7 @@ export class SessionRoutes {
     // A failed connect ends the route; the caller sees the rejection through `route.link`.
     route.link.then(
       (link) => {
+        route.connected = link;
         if (route.ended) link.close();
       },
       () => this.#end(route, undefined),
@@ -147,6 +157,11 @@ export class SessionRoutes {
       subscription.sequence++;
     }
     route.connection.push(push);
+    // The target purges an app's own subscriptions right after their REMOVED event.
+    if (id !== undefined && headerValue(push, 'x-event-type') === 'REMOVED') {
+      if (route.subscriptions.get(id)?.app !== ALL_APPS) route.subscriptions.delete(id);
+      if (route.subscriptions.size === 0 && route.inFlight === 0) this.#end(route, undefined);
+    }
   }
 
   #end(route: Route, error: SvcError | undefined): void {
@@ -169,10 +184,7 @@ export class SessionRoutes {
         route.connection.push(disconnectedPush({ id, ...subscription }, error.message, now));
     }
     route.subscriptions.clear();
-    void route.link.then(
-      (link) => link.close(),
-      () => undefined,
-    );
+    route.connected?.close(); // still connecting: closed by the handler above once connected
   }
 }
 
