@@ -2,6 +2,7 @@
 // targets B and C (distinct SVC_HOME and SVC_HOST_NAME, one test issuer, B's TLS material shared).
 // Every refusal is shown to happen before a connection is opened (a listener that counts accepts),
 // and what a target receives is recorded by a TLS stand-in that carries B's certificate.
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DISCONNECTED_EVENT, EVENT_REQUEST_URI, type EventMessage } from '@svc/protocol';
 import {
@@ -19,6 +20,7 @@ import {
   acceptRecorder,
   freePort,
   recordingTarget,
+  silentListener,
   type AcceptRecorder,
   type RecordingTarget,
 } from './helpers.ts';
@@ -86,9 +88,9 @@ describe.each([['rest'], ['tcp'], ['wss']] as const)('over %s', (kind) => {
     expect(there.json()).toMatchObject({ name: 'only-there' });
     const here = await gateway.call('GET', '/svc/app/only-there', { token: admin });
     expect(here.status).toBe(404);
-    // Another target: another answer (C has its own only-there, B's does not exist on A).
     const self = await gateway.call('GET', '/svc/self', via(C, { token: admin }));
     expect(self.status).toBe(200);
+    expect(self.json()).toMatchObject({ principal_id: 'test-admin' });
   });
 
   it('refuses a missing or invalid bearer at the gateway, before connecting', async () => {
@@ -196,6 +198,8 @@ describe('what the target receives', () => {
     expect(seen.headers['host']).toBeUndefined();
   });
 
+  // With allow-lists both ways a request must still end at the first target (the recording target
+  // above shows the header is gone; this shows the pair does not bounce a request back).
   it('a target whose own allow-list includes the gateway still serves locally', async () => {
     ok(
       await b
@@ -219,21 +223,52 @@ describe('what the target receives', () => {
     expect(r.status).toBe(400);
     expect(r.json()).toMatchObject({ error: 'invalid_target_host' });
   });
+});
 
-  it('verifies the target certificate: a target with another CA is unreachable', async () => {
-    // D has its own generated CA, which A does not trust.
-    await using d = await startTestDaemon({ issuer, env: { SVC_HOST_NAME: 'node-d' } });
-    const D = `127.0.0.1:${d.tcpPort}`;
+describe('TLS trust and connect failures', () => {
+  /** Replace A's allow-list (POST /svc/config): the standing targets plus `extra`. */
+  async function allow(...extra: string[]): Promise<void> {
     ok(
       await a.rest().call('POST', '/svc/config', {
         token: admin,
-        body: { forward_targets: [B, C, recorder.address, recording.address, deadAddress, D] },
+        body: { forward_targets: [B, C, recorder.address, recording.address, deadAddress, ...extra] },
       }),
     );
-    const r = await a.rest().call('GET', '/svc/applications', via(D, { token: admin }));
+  }
+
+  it('a target whose certificate is not from a trusted CA is unreachable; forward_ca_file adds trust', async () => {
+    // D has its own generated CA, which A does not trust.
+    await using d = await startTestDaemon({ issuer, env: { SVC_HOST_NAME: 'node-d' } });
+    const D = `127.0.0.1:${d.tcpPort}`;
+    await allow(D);
+    const r = await a.rest().call('GET', '/svc/self', via(D, { token: admin }));
     expect(r.status).toBe(502);
     expect(r.json()).toMatchObject({ error: 'target_unreachable' });
+    // E trusts D's CA through SVC_FORWARD_CA_FILE (besides its own).
+    await using e = await startTestDaemon({
+      issuer,
+      env: {
+        SVC_HOST_NAME: 'node-e',
+        SVC_FORWARD_TARGETS: D,
+        SVC_FORWARD_CA_FILE: join(d.workDir, 'ssl', 'ca.pem'),
+      },
+    });
+    const trusted = await e.rest().call('GET', '/svc/self', via(D, { token: admin }));
+    expect(trusted.status, trusted.text()).toBe(200);
   });
+
+  it('a target that accepts but never completes TLS gives 504 target_timeout after the connect timeout', async () => {
+    const silent = await silentListener();
+    try {
+      await allow(silent.address);
+      const r = await a.rest().call('GET', '/svc/self', via(silent.address, { token: admin }));
+      expect(r.status).toBe(504);
+      expect(r.json()).toMatchObject({ error: 'target_timeout' });
+    } finally {
+      await silent.close();
+      await allow();
+    }
+  }, 20_000);
 });
 
 describe('subscriptions', () => {

@@ -2,7 +2,7 @@
 // connections (proves that a refusal happened before any connection was opened), a TLS TCP API
 // stand-in that records the requests it receives (proves what a target sees), and a free port.
 import { readFile } from 'node:fs/promises';
-import { createServer as createNetServer, type AddressInfo, type Server } from 'node:net';
+import { createServer as createNetServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { createServer as createTlsServer, type TLSSocket } from 'node:tls';
 import { FrameDecoder, decodeRequest, encodeFrame, encodeResponse, type Request } from '@svc/protocol';
@@ -73,6 +73,27 @@ export async function recordingTarget(workDir: string): Promise<RecordingTarget>
   return {
     address: `127.0.0.1:${port}`,
     requests,
+    close: () =>
+      new Promise((resolve) => {
+        server.close(() => resolve());
+        for (const socket of sockets) socket.destroy();
+      }),
+  };
+}
+
+/** A TCP listener that accepts and then says nothing (a TLS handshake never completes). */
+export async function silentListener(): Promise<AcceptRecorder> {
+  let count = 0;
+  const sockets = new Set<Socket>();
+  const server = createNetServer((socket) => {
+    count++;
+    sockets.add(socket);
+    socket.on('error', () => undefined);
+  });
+  const port = await listen(server);
+  return {
+    address: `127.0.0.1:${port}`,
+    accepts: () => count,
     close: () =>
       new Promise((resolve) => {
         server.close(() => resolve());
