@@ -432,3 +432,10 @@ describe('subscriptions', () => {
     expect(down.status).toBe(502);
   });
 });
+
+it('the bearer used throughout never appears in the logs of the gateway or the targets', () => {
+  expect(a.stderr()).toContain('forward target'); // the failures above were logged
+  const [, payload, signature] = admin.split('.');
+  for (const daemon of [a, b, c])
+    for (const part of [admin, payload!, signature!]) expect(daemon.stderr()).not.toContain(part);
+});
