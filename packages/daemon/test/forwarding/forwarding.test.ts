@@ -343,6 +343,38 @@ describe('subscriptions', () => {
     },
   );
 
+  it('atomic registration with subscribe_events and a wildcard subscription, forwarded over TCP', async () => {
+    const gateway = await persistent('tcp');
+    const all = await gateway.call('POST', '/svc/subscribe', {
+      ...via(B, { token: admin }),
+      query: { events: 'START,EXIT' },
+    });
+    expect(all.status, all.text()).toBe(200);
+    const wildcard = all.json<{ subscription_id: string; app_name: string }>();
+    expect(wildcard.app_name).toBe('*');
+    const registered = await gateway.call('PUT', '/svc/app/fast-there', {
+      ...via(B, { token: admin, body: { command: 'echo done' } }),
+      query: { subscribe_events: 'START,EXIT' },
+    });
+    expect(registered.status, registered.text()).toBe(200);
+    const own = registered.json<{ name: string; subscription_id: string }>();
+    for (const id of [own.subscription_id, wildcard.subscription_id]) {
+      const events = await waitEvents(
+        gateway,
+        id,
+        (e) => e.some((m) => m.event_type === 'EXIT' && m.app_name === 'fast-there'),
+        `START and EXIT of fast-there on ${id}`,
+      );
+      expect(events.filter((m) => m.app_name === 'fast-there').map((m) => m.event_type)).toEqual([
+        'START',
+        'EXIT',
+      ]);
+      expectGapless(events);
+    }
+    expect((await a.rest().call('GET', '/svc/app/fast-there', { token: admin })).status).toBe(404);
+    await gateway.close();
+  });
+
   it('a WSS upgrade with X-Target-Host makes it the default target of every frame', async () => {
     const gateway = await persistent('wss', B);
     const app = await gateway.call('GET', '/svc/app/only-there', { token: admin });
