@@ -56,15 +56,10 @@ if (values.help) {
   process.exit(0);
 }
 
-const only = values.only
-  ?.split(',')
-  .map((s) => s.trim())
-  .filter(Boolean);
+const only = values.only?.split(',').map((s) => s.trim()).filter(Boolean);
 for (const name of only ?? []) {
   if (!BENCHMARKS.some((b) => b.name === name)) {
-    process.stderr.write(
-      `bench: unknown benchmark ${name}; one of ${BENCHMARKS.map((b) => b.name).join(', ')}\n`,
-    );
+    process.stderr.write(`bench: unknown benchmark ${name}; one of ${BENCHMARKS.map((b) => b.name).join(', ')}\n`);
     process.exit(2);
   }
 }
@@ -80,8 +75,7 @@ const ctx: BenchContext = {
   quick: values.quick,
   managers,
   profileDir,
-  svcEnv: () =>
-    profileDir === undefined ? undefined : { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir}` },
+  svcEnv: () => (profileDir === undefined ? undefined : { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir}` }),
 };
 
 let interrupted = false;
@@ -126,13 +120,8 @@ const machine = {
   managers,
 };
 await writeFile(join(OUT, 'results.json'), JSON.stringify({ machine, figures, errors }, null, 2) + '\n');
-await writeFile(
-  join(OUT, 'results.md'),
-  `Run of ${machine.date} (${machine.cpus} × ${machine.cpu}, Node ${machine.node}${ctx.quick ? ', --quick' : ''})\n\n${table}\n`,
-);
-log(
-  `bench: wrote ${join(OUT, 'results.json')}${errors.length > 0 ? `; ${errors.length} benchmark(s) failed` : ''}`,
-);
+await writeFile(join(OUT, 'results.md'), `Run of ${machine.date} (${machine.cpus} × ${machine.cpu}, Node ${machine.node}${ctx.quick ? ', --quick' : ''})\n\n${table}\n`);
+log(`bench: wrote ${join(OUT, 'results.json')}${errors.length > 0 ? `; ${errors.length} benchmark(s) failed` : ''}`);
 await runCleanups();
 // pm2's client API keeps handles open after disconnect(); everything the bench started is stopped
 // by now, so leave explicitly rather than wait for them.
