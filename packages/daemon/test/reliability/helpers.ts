@@ -14,6 +14,8 @@ export interface ManagedProcess {
   pid: number;
   app: string;
   processUuid: string;
+  /** The process's environment (what it was started with). */
+  env: ReadonlyMap<string, string>;
 }
 
 /**
@@ -44,7 +46,7 @@ export function markedProcesses(mark: string): ManagedProcess[] {
     const app = vars.get('SVC_APPLICATION_NAME');
     const processUuid = vars.get('SVC_PROCESS_UUID');
     if (vars.get(MARK_VARIABLE) === mark && app !== undefined && processUuid !== undefined)
-      found.push({ pid: Number(entry), app, processUuid });
+      found.push({ pid: Number(entry), app, processUuid, env: vars });
   }
   return found;
 }
@@ -69,11 +71,14 @@ export function socketCount(pid: number): number {
   return count;
 }
 
+/** View fields that describe the app's processes, not its registered definition. */
+const VIEW_RUNTIME_FIELDS = new Set([...RUNTIME_FIELDS, 'state', 'pid', 'processes', 'transient']);
+
 /** The registered definition of an app view: everything but the runtime fields. */
 export function definitionPart(view: AppView | Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(view)) {
-    if (!RUNTIME_FIELDS.includes(key) && key !== 'state' && key !== 'pid') out[key] = value;
+    if (!VIEW_RUNTIME_FIELDS.has(key)) out[key] = value;
   }
   return out;
 }
