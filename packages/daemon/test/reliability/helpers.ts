@@ -58,14 +58,42 @@ export function rssKiB(pid: number): number {
   return Number(match[1]);
 }
 
-/** Open sockets of a process (links of /proc/<pid>/fd to `socket:[…]`): listeners + connections. */
-export function socketCount(pid: number): number {
-  let count = 0;
+/** Inodes of the sockets a process holds open (links of /proc/<pid>/fd to `socket:[inode]`). */
+function socketInodes(pid: number): Set<string> {
+  const inodes = new Set<string>();
   for (const fd of readdirSync(`/proc/${pid}/fd`)) {
     try {
-      if (readlinkSync(`/proc/${pid}/fd/${fd}`).startsWith('socket:')) count++;
+      const match = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
+      if (match !== null) inodes.add(match[1]!);
     } catch {
       // closed meanwhile
+    }
+  }
+  return inodes;
+}
+
+/**
+ * Client connections the daemon holds open on its REST/WSS and TCP ports: its TCP sockets in any
+ * state but LISTEN whose local port is one of them (from /proc/<pid>/net/tcp{,6}, matched by
+ * inode to its fds). svcd has no API for its connection count; this is what the kernel says.
+ */
+export function daemonConnections(daemon: Pick<TestDaemon, 'pid' | 'restPort' | 'tcpPort'>): number {
+  const inodes = socketInodes(daemon.pid);
+  const ports = new Set([daemon.restPort, daemon.tcpPort]);
+  let count = 0;
+  for (const table of ['tcp', 'tcp6']) {
+    let text: string;
+    try {
+      text = readFileSync(`/proc/${daemon.pid}/net/${table}`, 'utf8');
+    } catch {
+      continue;
+    }
+    for (const line of text.split('\n').slice(1)) {
+      const fields = line.trim().split(/\s+/);
+      if (fields.length < 10) continue;
+      const localPort = parseInt(fields[1]!.split(':')[1]!, 16);
+      const state = fields[3];
+      if (state !== '0A' && ports.has(localPort) && inodes.has(fields[9]!)) count++;
     }
   }
   return count;
