@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAGIC, encodeFrame, encodeRequest } from '@svc/protocol';
+import { DAEMON_MAX_BODY_BYTES, FrameDecoder, MAGIC, encodeFrame, encodeRequest } from '@svc/protocol';
 import {
   fuzzParameters,
   hostileAppBody,
@@ -14,9 +14,10 @@ import {
   validAppBody,
   validName,
   type ApiClient,
+  type PersistentClient,
   type TestDaemon,
 } from '@svc/testkit';
-import { ok, processAlive, type AppView } from '../robustness/helpers.ts';
+import { ok, processAlive, within, type AppView } from '../robustness/helpers.ts';
 import { MARK_VARIABLE, definitionPart, rawHttps } from './helpers.ts';
 
 let daemon: TestDaemon;
@@ -84,8 +85,7 @@ const query = fc.dictionary(
 );
 const jsonBody = fc.oneof(hostileAppBody, hostileValue).map((v) => {
   // Bodies that could register an app are made safe (disabled); all others are sent as they are.
-  if (typeof v === 'object' && v !== null && !Array.isArray(v) && 'command' in v)
-    return safeBody(v);
+  if (typeof v === 'object' && v !== null && !Array.isArray(v) && 'command' in v) return safeBody(v);
   return v;
 });
 const body = fc.oneof(
@@ -110,6 +110,44 @@ async function bearer(kind: 'admin' | 'viewer' | 'none' | 'garbage'): Promise<st
 function expectNoServerError(status: number | undefined, what: string): void {
   // 5xx would mean the daemon failed on client input; 503/504 are its documented overload answers.
   if (status !== undefined && status >= 500) expect([503, 504], what).toContain(status);
+}
+
+/** Well-formed wire requests (msgpack) with hostile method, path, query and body. */
+function wireRequest(headers: Record<string, string>): fc.Arbitrary<Buffer> {
+  return fc.tuple(method, path, query, body).map(([m, p, q, b]) =>
+    encodeRequest({
+      uuid: randomUUID(),
+      request_uri: p,
+      http_method: m,
+      client_addr: '',
+      headers,
+      query: q,
+      body: b,
+    }),
+  );
+}
+
+/**
+ * Sends hostile messages on a persistent connection, then one good request: it is answered 200,
+ * or the connection was closed because of the garbage; no answer to anything is a 5xx.
+ */
+async function sendThenProbe(
+  client: PersistentClient,
+  messages: readonly Buffer[],
+  token?: string,
+): Promise<void> {
+  for (const m of messages) client.sendRaw(m);
+  const answer = await Promise.race([
+    client.call('GET', '/svc/self', { token }).then(
+      (r) => r.status,
+      () => 'closed' as const,
+    ),
+    client.closed.then(() => 'closed' as const),
+  ]);
+  if (answer !== 'closed') expect(answer).toBe(200);
+  for (const push of client.pushes)
+    expectNoServerError(push.http_status, `${client.kind} answer ${push.http_status}`);
+  await client.close();
 }
 
 describe('hostile input against a real daemon', () => {
@@ -165,20 +203,7 @@ describe('hostile input against a real daemon', () => {
 
   it('TCP: random frames, random msgpack requests and garbage: answers without 5xx, or a closed connection', async () => {
     const frames = fc.oneof(
-      // well-framed, well-formed requests with hostile content
-      fc.tuple(method, path, query, body).map(([m, p, q, b]) =>
-        encodeFrame(
-          encodeRequest({
-            uuid: randomUUID(),
-            request_uri: p,
-            http_method: m,
-            client_addr: '',
-            headers: { authorization: `Bearer ${admin}` },
-            query: q,
-            body: b,
-          }),
-        ),
-      ),
+      wireRequest({ authorization: `Bearer ${admin}` }).map((request) => encodeFrame(request)),
       // well-framed garbage
       fc.uint8Array({ maxLength: 200 }).map((b) => encodeFrame(b)),
       // a header announcing more than was sent, or a bad magic
@@ -192,55 +217,37 @@ describe('hostile input against a real daemon', () => {
     );
     await fc.assert(
       fc.asyncProperty(fc.array(frames, { minLength: 1, maxLength: 5 }), async (list) => {
+        // Where the stream stands once sent: mid-frame, the probe would only be more body bytes
+        // (the daemon rightly waits up to limits.request_timeout_ms); after a framing error the
+        // daemon must close the connection.
+        const decoder = new FrameDecoder({ maxBodyBytes: DAEMON_MAX_BODY_BYTES });
+        let framingError = false;
+        try {
+          decoder.push(Buffer.concat(list));
+        } catch {
+          framingError = true;
+        }
         const client = await daemon.tcp();
-        for (const frame of list) client.sendRaw(frame);
-        // Then one good request: answered, or the connection was closed because of the garbage.
-        const answer = await Promise.race([
-          client.call('GET', '/svc/self', { token: admin }).then(
-            (r) => r.status,
-            () => 'closed' as const,
-          ),
-          client.closed.then(() => 'closed' as const),
-        ]);
-        if (answer !== 'closed') expect(answer).toBe(200);
-        for (const push of client.pushes)
-          expectNoServerError(push.http_status, `TCP answer ${push.http_status}`);
-        await client.close();
+        if (framingError) {
+          for (const frame of list) client.sendRaw(frame);
+          await within(client.closed, 10_000, 'the daemon to close a connection with a framing error');
+        } else if (decoder.bufferedBytes > 0) {
+          for (const frame of list) client.sendRaw(frame);
+          await client.close();
+        } else await sendThenProbe(client, list, admin);
       }),
       fuzzParameters(60),
     );
   });
 
   it('WSS: random binary and msgpack messages: answers without 5xx, or a closed connection', async () => {
-    const message = fc.oneof(
-      fc.tuple(method, path, query, body).map(([m, p, q, b]) =>
-        encodeRequest({
-          uuid: randomUUID(),
-          request_uri: p,
-          http_method: m,
-          client_addr: '',
-          headers: {},
-          query: q,
-          body: b,
-        }),
-      ),
+    const messages = fc.oneof(
+      wireRequest({}),
       fc.uint8Array({ maxLength: 200 }).map((b) => Buffer.from(b)),
     );
     await fc.assert(
-      fc.asyncProperty(fc.array(message, { minLength: 1, maxLength: 5 }), async (list) => {
-        const client = await daemon.wss(admin);
-        for (const m of list) client.sendRaw(m);
-        const answer = await Promise.race([
-          client.call('GET', '/svc/self').then(
-            (r) => r.status,
-            () => 'closed' as const,
-          ),
-          client.closed.then(() => 'closed' as const),
-        ]);
-        if (answer !== 'closed') expect(answer).toBe(200);
-        for (const push of client.pushes)
-          expectNoServerError(push.http_status, `WSS answer ${push.http_status}`);
-        await client.close();
+      fc.asyncProperty(fc.array(messages, { minLength: 1, maxLength: 5 }), async (list) => {
+        await sendThenProbe(await daemon.wss(admin), list);
       }),
       fuzzParameters(60),
     );
