@@ -6,6 +6,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { SvcError } from '@svc/protocol';
 import {
+  FUZZ_TIMEOUT_MS,
   expectDocumentedError,
   fuzzParameters,
   hostileAppBody,
@@ -46,7 +47,7 @@ function svcOnly<T>(codes: readonly string[], action: () => T): T | undefined {
   }
 }
 
-describe('fuzz: app definition bodies', () => {
+describe('fuzz: app definition bodies', { timeout: FUZZ_TIMEOUT_MS }, () => {
   it('any JSON value is either a definition or an invalid_app SvcError', () => {
     fc.assert(
       fc.property(fc.jsonValue({ maxDepth: 4 }), (value) => {
@@ -83,12 +84,12 @@ describe('fuzz: app definition bodies', () => {
       fc.property(hostileYaml, (text) => {
         svcOnly(['invalid_app'], () => deserializeApp(text, crypter, { file: 'fuzz.yaml' }));
       }),
-      fuzzParameters(1000),
+      fuzzParameters(400),
     );
   });
 });
 
-describe('fuzz: query values', () => {
+describe('fuzz: query values', { timeout: FUZZ_TIMEOUT_MS }, () => {
   it('durations: any string is milliseconds >= 0 or invalid_query naming the parameter', () => {
     fc.assert(
       fc.property(
@@ -163,7 +164,7 @@ describe('fuzz: query values', () => {
   });
 });
 
-describe('fuzz: router path decoding', () => {
+describe('fuzz: router path decoding', { timeout: FUZZ_TIMEOUT_MS }, () => {
   const router = new Router(operations);
   const methods = fc.constantFrom('GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'get', '');
   const segment = fc.oneof(

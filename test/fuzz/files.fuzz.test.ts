@@ -8,7 +8,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { fuzzParameters, hostileYaml, expectDocumentedError, validAppBody } from '@svc/testkit';
+import {
+  FUZZ_TIMEOUT_MS,
+  fuzzParameters,
+  hostileYaml,
+  expectDocumentedError,
+  validAppBody,
+} from '@svc/testkit';
 import { parseAppDefinition, serializeApp } from '../../packages/daemon/src/model/app-definition.ts';
 import { createSecretCrypter } from '../../packages/daemon/src/model/secret-crypter.ts';
 import { AppStore } from '../../packages/daemon/src/supervisor/app-store.ts';
@@ -39,7 +45,7 @@ async function freshDir(): Promise<string> {
   return dir;
 }
 
-describe('fuzz: work/apps/<name>.yaml loading', () => {
+describe('fuzz: work/apps/<name>.yaml loading', { timeout: FUZZ_TIMEOUT_MS }, () => {
   it('loads every good file, lists every bad one with a reason, and touches none', async () => {
     await fc.assert(
       fc.asyncProperty(
@@ -85,7 +91,7 @@ describe('fuzz: work/apps/<name>.yaml loading', () => {
   });
 });
 
-describe('fuzz: config/config.yaml', () => {
+describe('fuzz: config/config.yaml', { timeout: FUZZ_TIMEOUT_MS }, () => {
   it('any file content is a ConfigFile or a ConfigError naming the file', async () => {
     const file = join(root, 'config.yaml');
     const configish = fc
@@ -116,7 +122,7 @@ describe('fuzz: config/config.yaml', () => {
   });
 });
 
-describe('fuzz: credential files', () => {
+describe('fuzz: credential files', { timeout: FUZZ_TIMEOUT_MS }, () => {
   const identity = fc.constantFrom('admin' as const, 'guest' as const);
   const hash = fc
     .tuple(fc.constantFrom('a', 'b', 'y'), fc.stringMatching(/^[./A-Za-z0-9]{53}$/))

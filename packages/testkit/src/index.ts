@@ -5,9 +5,9 @@ export { startTestDaemon, killManagedProcesses, TEST_PRINCIPALS, DEVELOPER_ROLE 
 export type { TestDaemon, TestDaemonOptions, TestRole } from './daemon.ts';
 export {
   SOAK,
+  FUZZ_TIMEOUT_MS,
   expectDocumentedError,
   fuzzParameters,
-  rejectsOnly,
   seededRandom,
   soakScaled,
   testSeed,
