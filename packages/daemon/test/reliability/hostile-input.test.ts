@@ -5,7 +5,14 @@
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DAEMON_MAX_BODY_BYTES, FrameDecoder, MAGIC, encodeFrame, encodeRequest } from '@svc/protocol';
+import {
+  DAEMON_MAX_BODY_BYTES,
+  FrameDecoder,
+  MAGIC,
+  PERMISSIONS,
+  encodeFrame,
+  encodeRequest,
+} from '@svc/protocol';
 import {
   fuzzParameters,
   hostileAppBody,
@@ -83,7 +90,25 @@ const query = fc.dictionary(
   ),
   { maxKeys: 3 },
 );
-const jsonBody = fc.oneof(hostileAppBody, hostileValue).map((v) => {
+/**
+ * Bodies shaped like those of POST /svc/config, /svc/role/{role} and /svc/principal/{id}, with
+ * hostile values. `forward_targets` is left out: a valid random list would send events to random
+ * hosts.
+ */
+const permissionish = fc.oneof(fc.constantFrom(...PERMISSIONS), fc.string({ maxLength: 20 }), hostileValue);
+const settingsBody = fc.oneof(
+  fc.dictionary(
+    fc.constantFrom('log_level', 'stop_grace_seconds', 'labels', 'rest_port', 'limits', 'tls'),
+    fc.oneof(hostileValue, fc.dictionary(fc.string({ maxLength: 10 }), hostileValue, { maxKeys: 3 })),
+    { maxKeys: 4 },
+  ),
+  fc.array(permissionish, { maxLength: 40 }),
+  fc.record({ permissions: fc.oneof(fc.array(permissionish, { maxLength: 40 }), hostileValue) }),
+  fc.record({
+    roles: fc.oneof(fc.array(fc.oneof(validName, hostileValue), { maxLength: 70 }), hostileValue),
+  }),
+);
+const jsonBody = fc.oneof(hostileAppBody, hostileValue, settingsBody).map((v) => {
   // Bodies that could register an app are made safe (disabled); all others are sent as they are.
   if (typeof v === 'object' && v !== null && !Array.isArray(v) && 'command' in v) return safeBody(v);
   return v;
