@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { seededRandom } from '@svc/testkit';
 import {
   CLIENT_MAX_BODY_BYTES,
   DAEMON_MAX_BODY_BYTES,
@@ -11,16 +12,7 @@ import {
 } from './framing.ts';
 
 /** Deterministic PRNG (mulberry32) so that a failing seed reproduces. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const rng = seededRandom;
 
 function header(magic: number, length: number): Buffer {
   const b = Buffer.alloc(HEADER_SIZE);

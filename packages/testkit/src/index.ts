@@ -3,5 +3,16 @@ export { selfSignedCertificate, startTestIssuer } from './issuer.ts';
 export type { Forgery, MintClaims, TestIssuer, TestIssuerOptions } from './issuer.ts';
 export { startTestDaemon, killManagedProcesses, TEST_PRINCIPALS, DEVELOPER_ROLE } from './daemon.ts';
 export type { TestDaemon, TestDaemonOptions, TestRole } from './daemon.ts';
+export {
+  SOAK,
+  FUZZ_TIMEOUT_MS,
+  expectDocumentedError,
+  fuzzParameters,
+  seededRandom,
+  soakScaled,
+  testSeed,
+  throwsOnly,
+} from './fuzz.ts';
 export { restClient, tcpClient, wsClient } from './clients.ts';
 export type { ApiClient, CallOptions, CallResult, PersistentClient } from './clients.ts';
+export { hostileAppBody, hostileValue, hostileYaml, validAppBody, validName } from './arbitraries.ts';

@@ -672,26 +672,24 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
           }
           return view(app, false);
         }
-        const previousDef = existing.def;
-        const previousTransient = existing.transient;
         await existing.stop('replace');
-        existing.def = def;
-        existing.transient = undefined;
-        existing.resetForRun();
-        limitStatus.delete(def.name);
-        existing.decide();
+        // Unlike a new registration, a replacement spawns only once its definition is durable: a
+        // crash in between would otherwise leave the next daemon adopting (by its environment) a
+        // process of the unacknowledged definition while supervising it with the previous one.
         try {
           await saved;
         } catch (error) {
-          // Not stored: the previous definition (still on disk) is the app again.
-          await existing.stop('replace');
-          existing.def = previousDef;
-          existing.transient = previousTransient;
+          // Not stored: the previous definition (still on disk) runs again.
           existing.resetForRun();
           existing.decide();
           snapshot.schedule();
           throw error;
         }
+        existing.def = def;
+        existing.transient = undefined;
+        existing.resetForRun();
+        limitStatus.delete(def.name);
+        existing.decide();
         snapshot.schedule();
         return view(existing, false);
       });

@@ -334,4 +334,18 @@ describe('a definition write that fails undoes the start', () => {
       true,
     ]);
   });
+
+  it('replace: the new definition never runs before it is stored (a crash then would leave its process)', async () => {
+    // Found by the crash-safety suite (test/reliability): a kill -9 between the spawn and the
+    // durable write left the next daemon adopting a process of the unacknowledged definition.
+    f = await fixture();
+    await f.sup.register({ name: 'keep', command: 'sleep 60' }, 'a');
+    const startsBefore = eventsOf(f, 'keep', 'START').length;
+    blockFile('keep');
+    await expect(f.sup.register({ name: 'keep', command: 'sleep 61' }, 'a')).rejects.toThrow();
+    const pid = (await waitFor(() => f.sup.get('keep')?.['pid'], { what: 'keep running again' })) as number;
+    // One start after the failed replace: the previous definition again, never `sleep 61`.
+    expect(eventsOf(f, 'keep', 'START').length - startsBefore).toBe(1);
+    expect(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ').trim()).toBe('sleep 60');
+  });
 });
