@@ -880,7 +880,10 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
         : 0;
     if (sync && timeout === 0) timeout = DEFAULT_SYNC_RUN_TIMEOUT_SECONDS;
     return serial(def.name, async () => {
-      await store.save(def);
+      // As in register: the durable write runs while the process is spawned, the call returns
+      // after both, and a failed write undoes the start.
+      const saved = store.save(def);
+      saved.catch(() => undefined);
       const app = new AppLifecycle(def, host);
       app.transient = {
         lifecycleSeconds: lifecycle,
@@ -889,6 +892,12 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
       apps.set(def.name, app);
       output.restore(def.name, undefined);
       app.decide();
+      try {
+        await saved;
+      } catch (error) {
+        await removeNow(app, false);
+        throw error;
+      }
       snapshot.schedule();
       return app;
     });
