@@ -881,9 +881,12 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
     if (sync && timeout === 0) timeout = DEFAULT_SYNC_RUN_TIMEOUT_SECONDS;
     return serial(def.name, async () => {
       // As in register: the durable write runs while the process is spawned, the call returns
-      // after both, and a failed write undoes the start.
+      // after both, and a failed write undoes the start. Not for syncrun: it subscribes to the
+      // app's exit only once this returns, and a process that exited meanwhile would already be
+      // on its way out (its transient lifetime starts at the exit), output files and all.
       const saved = store.save(def);
       saved.catch(() => undefined);
+      if (sync) await saved;
       const app = new AppLifecycle(def, host);
       app.transient = {
         lifecycleSeconds: lifecycle,
