@@ -618,6 +618,26 @@ describe('serializeApp / deserializeApp', () => {
     expect(deserializeApp(text, crypter)).toEqual(def);
   });
 
+  it('round-trips a definition through the small block writer (no metadata object)', () => {
+    const def = parse(
+      {
+        description: 'true',
+        command: 'run --flag "x: y" # not a comment',
+        env: { A: 'yes', B: '0123', C: 'a: b', D: '' },
+        sec_env: { TOKEN: 'hunter2' },
+        metadata: 'plain text: metadata',
+        behavior: { exit: 'restart', control: { '-9': 'remove', '0': 'standby' } },
+        permission: ['bob'],
+        owner: 'alice',
+      },
+      { trusted: true },
+    );
+    const text = serializeApp(def, crypter);
+    expect(text).toMatch(/^name: web\ndescription: "true"\ncommand: "run --flag/);
+    expect(text).toMatch(/TOKEN: enc:v1:[A-Za-z0-9+/=]+/);
+    expect(deserializeApp(text, crypter)).toEqual(def);
+  });
+
   it('keeps the system flag only for trusted files', () => {
     const def = parse({ system: true }, { trusted: true });
     const text = serializeApp(def, crypter);

@@ -9,6 +9,7 @@
 //
 // Every error is SvcError('invalid_app', '<field path>: <problem>'), issues joined by '; '.
 import { SvcError } from '@svc/protocol';
+import { writeBlockYaml } from '../util/block-yaml.ts';
 import { cronParser } from '../util/cron-parser.ts';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import * as z from 'zod';
@@ -745,7 +746,8 @@ export function serializeApp(def: AppDefinition, crypter: SecretCrypter): string
   doc['sec_env'] = Object.fromEntries(
     Object.entries(def.sec_env).map(([key, value]) => [key, crypter.encrypt(value)]),
   );
-  return stringifyYaml(doc, { lineWidth: 0 });
+  // The library only for what the small writer declines (metadata objects, unusual characters).
+  return writeBlockYaml(doc) ?? stringifyYaml(doc, { lineWidth: 0 });
 }
 
 export interface DeserializeOptions {

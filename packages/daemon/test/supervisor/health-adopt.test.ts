@@ -319,6 +319,26 @@ describe('a definition write that fails undoes the start', () => {
     await waitFor(() => !alive(pid), { what: 'process of the unsaved app gone' });
   });
 
+  it('run: the transient app is started, then stopped and removed; the caller gets the error', async () => {
+    f = await fixture();
+    await f.sup.register({ name: 'tmpl', command: 'sleep 60', status: 0 }, 'a');
+    // The apps directory replaced by a file: neither the pooled temp file nor a fresh one can be renamed.
+    rmSync(join(f.dir, 'work/apps'), { recursive: true, force: true });
+    writeFileSync(join(f.dir, 'work/apps'), '');
+    await expect(
+      f.sup.run({ name: 'tmpl' }, { timeoutSeconds: 0, lifecycleSeconds: 60 }, 'a'),
+    ).rejects.toThrow();
+    const started = f.events.filter((e) => e.type === 'START' && e.app.startsWith('tmpl-run-'));
+    expect(started).toHaveLength(1);
+    const name = started[0]!.app;
+    expect(f.sup.get(name)).toBeUndefined();
+    expect(eventsOf(f, name).map((e) => e.type)).toEqual(['START', 'EXIT', 'REMOVED']);
+    const pid = (started[0] as { pid: number }).pid;
+    await waitFor(() => !alive(pid), { what: 'process of the unsaved run gone' });
+    rmSync(join(f.dir, 'work/apps'));
+    mkdirSync(join(f.dir, 'work/apps'));
+  });
+
   it('replace and disable: the previous (stored) definition is the app again', async () => {
     f = await fixture();
     await f.sup.register({ name: 'keep', command: 'sleep 60' }, 'a');
