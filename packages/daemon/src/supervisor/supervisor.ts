@@ -5,7 +5,7 @@
 // spawn; nothing on it is O(number of apps). Mutations of one app are serialized through a
 // per-app promise chain; different apps never wait for each other.
 import { createHmac, createSecretKey, timingSafeEqual } from 'node:crypto';
-import { closeSync, mkdirSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { pid as daemonPid } from 'node:process';
 import { SvcError } from '@svc/protocol';
@@ -439,8 +439,8 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
     timingSafeEqual(Buffer.from(key, 'hex'), Buffer.from(keyOf(uuid), 'hex'));
 
   /** SIGTERM to the group, SIGKILL after the grace unless it is gone (or its pid reused). */
-  const stopStray = (claim: ClaimingProcess, why: string): void => {
-    logger.warn(`stopping a duplicate process of ${claim.app} (deliberate stop): ${why}`, {
+  const stopStray = (claim: ClaimingProcess, what: 'duplicate' | 'stray', why: string): void => {
+    logger.warn(`stopping a ${what} process of ${claim.app} (deliberate stop): ${why}`, {
       app: claim.app,
       pid: claim.pid,
       processUuid: claim.processUuid,
@@ -459,8 +459,11 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
    * app. Only process-group leaders are considered (svc spawns each app detached in its own group);
    * the key (HMAC of the uuid under this installation's secret) proves svc started it. Rules:
    * - key does not verify: not ours (another installation, or forged): left alone (debug log);
-   * - app not registered (e.g. a registration whose write never completed, never acknowledged):
-   *   left alone, warn — no definition to supervise it with, and killing is not undoable;
+   * - app not registered and no definition file (a registration whose write never completed, so
+   *   never acknowledged; a delete or a transient run whose stop the crash cut short): stopped,
+   *   warn — the key proves it is ours, and nothing may run that no definition accounts for;
+   * - app not registered but its definition file exists (unreadable: named at load): left alone,
+   *   warn — a file an operator can repair must never cost a running process;
    * - uuid of an adopted process: a descendant that made itself a group leader: left alone;
    * - pid and uuid of a snapshot entry refused for its start time: left alone (record corrupt);
    * - uuid the snapshot knows as superseded or exited (an older generation): a self-detached
@@ -497,7 +500,9 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
         continue;
       }
       if (!apps.has(claim.app)) {
-        logger.warn('process started by svc for an app that is not registered: left alone', fields);
+        if (existsSync(join(workDir, 'apps', `${claim.app}.yaml`)))
+          logger.warn('process of an app whose definition did not load: left alone', fields);
+        else stopStray(claim, 'stray', 'its app is not registered (no definition file)');
         continue;
       }
       const saved = previous?.apps[claim.app];
@@ -529,6 +534,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
       for (const loser of ordered) {
         stopStray(
           loser,
+          'duplicate',
           winner === undefined ? 're-attached to its snapshot process' : `keeping ${winner.pid}`,
         );
       }

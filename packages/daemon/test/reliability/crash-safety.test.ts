@@ -28,7 +28,7 @@ const KILLS = soakScaled(3, 8);
 
 let mark = randomUUID();
 afterEach(() => {
-  // Whatever a daemon left behind (a process of an app it never registered is left alone by design).
+  // Whatever a failed test left behind.
   for (const p of markedProcesses(mark)) killGroup(p.pid);
   mark = randomUUID();
 });
@@ -61,14 +61,13 @@ async function listApps(daemon: TestDaemon): Promise<AppView[]> {
  * Every app file loads (none is half-written), and once the daemon has settled each marked
  * process is the one process of a listed app, started from that app's current definition (its env
  * matches): no duplicates, no orphans, and every app for which `expectRunning` holds has its
- * process. `unacknowledged` names apps whose registration was in flight at the kill: a process of
- * such an app with no definition file is the documented exception (docs/decisions.md, "Unregistered
- * app: left alone"); it is reported and killed here.
+ * process. A process of an app whose registration was in flight at the kill and never became
+ * durable (no definition file) must be stopped by the restarted daemon: it counts as an orphan
+ * until it is gone.
  */
 async function expectProcessesSettled(
   daemon: TestDaemon,
   expectRunning: (app: AppView) => boolean,
-  unacknowledged: ReadonlySet<string> = new Set(),
 ): Promise<void> {
   const listed = new Set((await listApps(daemon)).map((a) => a.name));
   const files = await appFiles(daemon);
@@ -84,17 +83,7 @@ async function expectProcessesSettled(
       for (const [name, processes] of byApp) {
         const app = apps.get(name);
         const pids = processes.map((p) => p.pid).join(',');
-        if (
-          app === undefined &&
-          unacknowledged.has(name) &&
-          !files.includes(name) &&
-          processes.length === 1
-        ) {
-          console.log(
-            `[reliability] ${name}: process ${pids} of an unacknowledged registration (no file), left alone by design; killed by the test`,
-          );
-          killGroup(processes[0]!.pid);
-        } else if (processes.length > 1) problems.push(`${name}: ${processes.length} processes ${pids}`);
+        if (processes.length > 1) problems.push(`${name}: ${processes.length} processes ${pids}`);
         else if (app === undefined)
           problems.push(`${name}: process ${pids} of an app that is not registered`);
         else if (app.pid !== processes[0]!.pid)
@@ -199,13 +188,8 @@ describe('crash safety: kill -9 at random points, restart on the same home', () 
         ).toBe(true);
         acked.set(name, actual);
       }
-      const unacknowledged = new Set(inflight.keys());
       inflight.clear();
-      await expectProcessesSettled(
-        daemon,
-        (app) => app.name.startsWith('reg-') && app.status === 1,
-        unacknowledged,
-      );
+      await expectProcessesSettled(daemon, (app) => app.name.startsWith('reg-') && app.status === 1);
     }
     expect(acknowledged, 'requests were acknowledged between the kills').toBeGreaterThan(KILLS);
   });

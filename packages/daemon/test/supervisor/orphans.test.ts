@@ -208,7 +208,7 @@ describe('orphan recovery at start-up', () => {
     expect(processesOf(name).map((p) => p.pgid)).toEqual([pid]);
   });
 
-  it('does not adopt forged or copied keys, and leaves an unregistered app alone', async () => {
+  it('does not adopt forged or copied keys; stops an unregistered app, spares one whose file did not load', async () => {
     f = await fixture();
     const name = appName('forged');
     await f.sup.register({ name, command: 'sleep 60' }, 'a');
@@ -229,7 +229,9 @@ describe('orphan recovery at start-up', () => {
       SVC_PROCESS_UUID: randomUUID(),
       SVC_PROCESS_KEY: keyOf(f.secret, real?.['process_uuid'] as string),
     });
-    // Genuine key, but the app is not registered: left alone (logged).
+    // Genuine key, but the app is not registered and has no definition file (a registration whose
+    // write never completed): stopped. Genuine key and a definition file that does not load (an
+    // operator can repair it): left alone.
     const ghostName = appName('ghost');
     const ghostUuid = randomUUID();
     const ghost = spawnClaiming({
@@ -237,9 +239,17 @@ describe('orphan recovery at start-up', () => {
       SVC_PROCESS_UUID: ghostUuid,
       SVC_PROCESS_KEY: keyOf(f.secret, ghostUuid),
     });
+    const brokenName = appName('broken');
+    const brokenUuid = randomUUID();
+    writeFileSync(join(f.dir, 'work', 'apps', `${brokenName}.yaml`), 'name: [unclosed\n');
+    const broken = spawnClaiming({
+      SVC_APPLICATION_NAME: brokenName,
+      SVC_PROCESS_UUID: brokenUuid,
+      SVC_PROCESS_KEY: keyOf(f.secret, brokenUuid),
+    });
     await waitFor(
       () =>
-        [forged, copied, ghost].every((pid) =>
+        [forged, copied, ghost, broken].every((pid) =>
           readFileSync(`/proc/${pid}/cmdline`, 'utf8').startsWith('sleep'),
         ),
       { what: 'the claiming processes to exec sleep' },
@@ -251,9 +261,14 @@ describe('orphan recovery at start-up', () => {
     expect(pid).toBeGreaterThan(0);
     expect([forged, copied, realPid]).not.toContain(pid); // started afresh
     expect(b.get(name)?.['starts']).toBe(1); // the snapshot was lost: counted from 0 again
-    expect(alive(forged) && alive(copied) && alive(ghost)).toBe(true);
+    expect(alive(forged) && alive(copied) && alive(broken)).toBe(true);
+    await waitFor(() => !alive(ghost), { what: 'the unregistered app process stopped' });
     expect(b.get(ghostName)).toBeUndefined();
-    expect(logs.some((l) => l.startsWith('warn') && l.includes('not registered'))).toBe(true);
+    expect(b.get(brokenName)).toBeUndefined();
+    expect(logs.some((l) => l.startsWith('warn') && l.includes('not registered (no definition file)'))).toBe(
+      true,
+    );
+    expect(logs.some((l) => l.startsWith('warn') && l.includes('did not load: left alone'))).toBe(true);
   });
 
   it('two processes claim one app: adopts the newest, stops the other', async () => {
