@@ -55,9 +55,17 @@ describe('connection flood: limits.max_connections_per_ip = 5', () => {
     }
     // The cap is per address across listeners: a REST connection is refused as well.
     await expect(daemon.rest().call('GET', '/svc/self', { token })).rejects.toThrow();
-    const log = await serverLog(daemon);
-    expect(log).toMatch(/connection refused: too many connections[^\n]*"listener":"tcp"/);
-    expect(log).toMatch(/connection refused: too many connections[^\n]*"listener":"rest"/);
+    // The log line can land just after the client saw the refusal: wait for both lines.
+    await waitFor(
+      async () => {
+        const log = await serverLog(daemon);
+        return (
+          /connection refused: too many connections[^\n]*"listener":"tcp"/.test(log) &&
+          /connection refused: too many connections[^\n]*"listener":"rest"/.test(log)
+        );
+      },
+      { what: 'both refusals (tcp and rest) in server.log' },
+    );
     // The five held connections were not disturbed by the refusals.
     for (const client of held) expect(await selfOn(client, token)).toBe(200);
 
@@ -115,7 +123,9 @@ describe('slow clients: limits.request_timeout_ms = 1000', () => {
     expect(Date.now() - started, 'dropped after the request timeout, not at once').toBeGreaterThanOrEqual(
       900,
     );
-    expect(await serverLog(daemon)).toMatch(/closing connection stalled mid-frame/);
+    await waitFor(async () => /closing connection stalled mid-frame/.test(await serverLog(daemon)), {
+      what: 'the stalled-peer line in server.log',
+    });
     // A connection that is merely idle between frames is not a stalled one.
     expect(await selfOn(idle, token)).toBe(200);
   });
