@@ -59,6 +59,7 @@ export class HostConfigStore {
       log_level: c.logLevel,
       stop_grace_seconds: c.stopGraceMs / 1000,
       forward_targets: c.forwardTargets,
+      forward_ca_file: c.forwardCaFile ?? null,
       labels: c.labels,
       cluster: c.registryUrl !== undefined,
       limits: {

@@ -255,6 +255,9 @@ describe('TLS trust and connect failures', () => {
     });
     const trusted = await e.rest().call('GET', '/svc/self', via(D, { token: admin }));
     expect(trusted.status, trusted.text()).toBe(200);
+    // The effective configuration names the extra trust (a path, not a secret).
+    const config = await e.rest().call('GET', '/svc/config', { token: admin });
+    expect(config.json()).toMatchObject({ forward_ca_file: join(d.workDir, 'ssl', 'ca.pem') });
   });
 
   it('a target that accepts but never completes TLS gives 504 target_timeout after the connect timeout', async () => {
