@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, readFile } from 'node:fs/promises';
 import type { Server as HttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import type { Server as TlsServer } from 'node:tls';
 import { dirname, join } from 'node:path';
 import { bootstrapCredentials, loadCredentials } from '../../identity/src/credentials/bootstrap.ts';
@@ -23,6 +24,7 @@ import { HostConfigStore } from './config/host-config-store.ts';
 import { PortsFile } from './config/ports-file.ts';
 import { EventHub } from './events/event-hub.ts';
 import { createLogger, type Logger } from './log/logger.ts';
+import { DaemonMetrics, type ConnectionKind } from './metrics/daemon-metrics.ts';
 import { loadOrCreateMasterKey } from './model/secret-crypter.ts';
 import { createSupervisor } from './supervisor/supervisor.ts';
 import { linkTasksToSupervisor } from './tasks/supervisor-link.ts';
@@ -111,6 +113,7 @@ export async function startDaemon(
   const issuerFromPorts = config.authMode === 'builtin' && new URL(config.oidcIssuer).port === '0';
   const hostConfig = await HostConfigStore.open(config);
   const guard = new ConnectionGuard(config.limits);
+  const metrics = new DaemonMetrics();
 
   let restBaseUrl = '';
   const auth: Authenticator = {
@@ -145,6 +148,15 @@ export async function startDaemon(
       sockets.add(socket);
       socket.once('close', () => sockets.delete(socket));
     });
+  // Connection gauges (metrics/): counted here so that the transports stay untouched. Every
+  // accepted connection of the REST port is `https`; those upgraded to WebSocket also `wss`.
+  const countConnection = (socket: Duplex, kind: ConnectionKind): void => {
+    metrics.connectionOpened(kind);
+    socket.once('close', () => metrics.connectionClosed(kind));
+  };
+  rest.on('connection', (socket: Socket) => countConnection(socket, 'https'));
+  rest.on('upgrade', (_req: unknown, socket: Duplex) => countConnection(socket, 'wss'));
+  tcp.on('secureConnection', (socket: Socket) => countConnection(socket, 'tcp'));
   const restPort = await listen(rest, config.restPort, config.listenAddress);
   const tcpPort = await listen(tcp, config.tcpPort, config.listenAddress);
   restBaseUrl = `https://${urlHost(config.listenAddress)}:${restPort}`;
@@ -176,10 +188,12 @@ export async function startDaemon(
     processKeySecret: await loadProcessKeySecret(join(work, 'auth', 'process-key.secret')),
   });
 
+  metrics.attachSupervisor(supervisor, (name) => supervisor.state(name));
   const events = new EventHub({
     supervisor,
     outputDir: join(work, 'stdout'),
     logger: logger.child({ component: 'events' }),
+    onPush: (type, queued) => metrics.eventPushed(type, queued),
   });
   const tasks = new TaskQueues();
   const unlinkTasks = linkTasksToSupervisor(tasks, supervisor);
@@ -193,9 +207,13 @@ export async function startDaemon(
     events,
     policy,
     logger,
+    metrics,
     restBaseUrl: () => restBaseUrl,
   };
-  resolveReady(createDispatcher({ router: new Router(operations), services, auth, logger }));
+  const router = new Router(operations);
+  resolveReady(
+    metrics.instrument(router, createDispatcher({ router, services, auth, logger })),
+  );
 
   const portsFile = new PortsFile(work);
   await portsFile.set('rest', restPort);
@@ -208,8 +226,9 @@ export async function startDaemon(
           verifier = createOidcTokenVerifier({ issuer: config.oidcIssuer, audience: config.oidcAudience });
         })
       : () => undefined;
-  // The administration UI (a system app in both modes) reports its listener the same way.
+  // The administration UI and the agent (system apps in both modes) report their listeners the same way.
   const stopAdminPortsMerge = portsFile.mergeFrom('authadmin');
+  const stopAgentPortsMerge = portsFile.mergeFrom('agent');
   logger.info('svcd started', {
     rest: restPort,
     tcp: tcpPort,
@@ -248,6 +267,7 @@ export async function startDaemon(
         await step('stop ports merge', () => {
           stopPortsMerge();
           stopAdminPortsMerge();
+          stopAgentPortsMerge();
         });
         await step('detach supervisor', () => supervisor.detach());
         await logger.close();

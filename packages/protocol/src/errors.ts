@@ -30,6 +30,11 @@ export const ERROR_CODES = {
   not_found: { status: 404, description: 'No such resource.' },
   app_not_found: { status: 404, description: 'No application with this name.' },
   route_not_found: { status: 404, description: 'No operation at this path.' },
+  external_identity_provider: {
+    status: 404,
+    description:
+      'The agent serves /auth/* only in builtin auth mode; in external mode sign in at the external identity provider.',
+  },
   method_not_allowed: { status: 405, description: 'The path exists but not with this method.' },
   persistent_connection_required: {
     status: 405,
@@ -48,6 +53,10 @@ export const ERROR_CODES = {
   payload_too_large: { status: 413, description: 'The body or frame exceeds the size limit.' },
   too_many_connections: { status: 429, description: 'Too many connections or requests from this client.' },
   internal: { status: 500, description: 'An unexpected error inside the service.' },
+  upstream_unavailable: {
+    status: 502,
+    description: 'The agent could not reach the daemon or the built-in issuer behind it.',
+  },
   queue_full: { status: 503, description: 'The bounded queue is full.' },
   unavailable: { status: 503, description: 'A dependency is unavailable (for example the token issuer).' },
 } as const satisfies Record<string, { status: number; description: string }>;
