@@ -7,8 +7,7 @@
 //   client ──HTTPS/WSS──► agent :6060 ──┬─ /svc/*, /openapi.json, RFC 9728, WSS ──► svcd REST (TLS, daemon CA)
 //                                       ├─ /auth/* ─────────────────────────────► svc-identity 127.0.0.1:6062
 //                                       └─ / (GET, HEAD) ───────────────────────► packages/web/dist files
-import type { createServer as createHttpServer} from 'node:http';
-import { type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Server as HttpServer, IncomingMessage, ServerResponse } from 'node:http';
 import { Agent as HttpsAgent, createServer as createHttpsServer, type Server } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
@@ -49,11 +48,7 @@ export interface RunningAgent {
   close(): Promise<void>;
 }
 
-function listen(
-  server: Server | ReturnType<typeof createHttpServer>,
-  port: number,
-  host: string,
-): Promise<number> {
+function listen(server: Server | HttpServer, port: number, host: string): Promise<number> {
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {
@@ -251,7 +246,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   }
 
   const agentPort = await listen(server, options.port, options.listenAddress);
-  let metricsServer: ReturnType<typeof createHttpServer> | undefined;
+  let metricsServer: HttpServer | undefined;
   let metricsPort: number | undefined;
   if (options.metricsPort !== undefined) {
     metricsServer = metrics.createExporter({

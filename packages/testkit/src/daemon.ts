@@ -199,7 +199,7 @@ export async function startTestDaemon(options: TestDaemonOptions = {}): Promise<
     async agent(notPort) {
       const deadline = Date.now() + 30_000;
       for (;;) {
-        const ports = await readPorts(workDir).catch(() => ({}));
+        const ports: Record<string, number> = await readPorts(workDir).catch(() => ({}));
         const port = ports['agent'];
         if (port !== undefined && port !== notPort)
           return { agentPort: port, agentUrl: `https://127.0.0.1:${port}`, metricsPort: ports['metrics'] };
