@@ -171,13 +171,16 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     });
   });
   server.on('clientError', (error, socket) => {
-    log('debug', 'malformed HTTP request', { error: (error as NodeJS.ErrnoException).code ?? error.message });
-    const status = (error as NodeJS.ErrnoException).code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
+    const code = (error as NodeJS.ErrnoException).code;
+    log('debug', 'malformed or timed-out HTTP request', { error: code ?? error.message });
+    const [status, reason] =
+      code === 'HPE_HEADER_OVERFLOW'
+        ? [431, 'Request Header Fields Too Large']
+        : code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? [408, 'Request Timeout']
+          : [400, 'Bad Request'];
     if (socket.writable)
-      socket.end(
-        `HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : 'Bad Request'}\r\n` +
-          'Connection: close\r\nContent-Length: 0\r\n\r\n',
-      );
+      socket.end(`HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
     else socket.destroy();
   });
 
