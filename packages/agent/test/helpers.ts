@@ -101,8 +101,8 @@ export function wsCall(
 }
 
 /**
- * Sends raw bytes over TLS and resolves with everything the server answered until it closed (or
- * `untilMs` passed, for a peer that keeps the connection open): for requests no client library sends.
+ * Sends raw bytes over TLS and resolves with everything the server answered until it closed the
+ * connection: for requests no client library sends.
  */
 export function rawTls(
   port: number,
@@ -119,6 +119,6 @@ export function rawTls(
     socket.setEncoding('utf8');
     socket.on('data', (chunk: string) => (answer += chunk));
     socket.once('close', () => resolve(answer));
-    socket.once('error', (error) => (answer === '' ? reject(error) : resolve(answer)));
+    socket.once('error', (error: Error) => (answer === '' ? reject(error) : resolve(answer)));
   });
 }

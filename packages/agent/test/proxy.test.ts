@@ -2,7 +2,7 @@
 // the agent answers as it does directly, bearers pass through untouched, the agent's own refusals use
 // the registry's error body, a process key never works through it, and hostile input never hurts it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { WebSocket } from 'ws';
+import type { WebSocket } from 'ws';
 import { EVENT_REQUEST_URI, decodeResponse } from '@svc/protocol';
 import { restClient, startTestDaemon, wsClient, type ApiClient, type TestDaemon } from '@svc/testkit';
 import { openWs, processOf, rawTls, waitFor, wsCall } from './helpers.ts';
