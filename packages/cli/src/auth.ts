@@ -96,10 +96,17 @@ async function oauthFor(api: Api | undefined, issuer: string): Promise<oidc.Conf
 
 /** fetch for openid-client over node:https with the CLI's trusted CAs (`--ca`, NODE_EXTRA_CA_CERTS). */
 function httpsFetch(cas: string[]): oidc.CustomFetch {
-  return (url, options) =>
-    new Promise((resolve, reject) => {
-      const headers: Record<string, string> = {};
-      new Headers(options.headers).forEach((value, key) => (headers[key] = value));
+  return async (url, options) => {
+    const headers: Record<string, string> = {};
+    new Headers(options.headers).forEach((value, key) => (headers[key] = value));
+    // Whatever BodyInit openid-client passes (URLSearchParams for token requests), as bytes.
+    const body =
+      options.body === undefined || options.body === null
+        ? undefined
+        : Buffer.from(await new Response(options.body).arrayBuffer());
+    if (options.body instanceof URLSearchParams)
+      headers['content-type'] ??= 'application/x-www-form-urlencoded;charset=UTF-8';
+    return new Promise((resolve, reject) => {
       const req = httpsRequest(
         url,
         { method: options.method, headers, ca: cas, ...(options.signal ? { signal: options.signal } : {}) },
@@ -119,14 +126,9 @@ function httpsFetch(cas: string[]): oidc.CustomFetch {
         },
       );
       req.once('error', reject);
-      req.end(
-        typeof options.body === 'string'
-          ? options.body
-          : options.body === undefined || options.body === null
-            ? undefined
-            : Buffer.from(options.body as unknown as ArrayBuffer),
-      );
+      req.end(body);
     });
+  };
 }
 
 function oauthFailure(error: unknown, what: string): CliError {

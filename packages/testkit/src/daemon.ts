@@ -200,8 +200,13 @@ export async function startTestDaemon(options: TestDaemonOptions = {}): Promise<
       const deadline = Date.now() + 30_000;
       for (;;) {
         const ports: Record<string, number> = await readPorts(workDir).catch(() => ({}));
+        // svcd merges the keys of the agent's own file one by one: wait until all of them are in.
+        const own: Record<string, number> = await readFile(join(workDir, 'ports.agent.json'), 'utf8')
+          .then((text) => JSON.parse(text) as Record<string, number>)
+          .catch(() => ({}));
         const port = ports['agent'];
-        if (port !== undefined && port !== notPort)
+        const merged = Object.entries(own).every(([key, value]) => ports[key] === value);
+        if (port !== undefined && port !== notPort && merged)
           return { agentPort: port, agentUrl: `https://127.0.0.1:${port}`, metricsPort: ports['metrics'] };
         if (Date.now() > deadline || child.exitCode !== null)
           throw new Error(`svc-agent did not report its port in work/ports.json:\n${stderr}`);
