@@ -16,7 +16,7 @@ import { createProxyServer } from 'http-proxy-3';
 import type { Limits } from '../../daemon/src/config/config.ts';
 import type { TlsMaterial } from '../../daemon/src/tls/certificates.ts';
 import { ConnectionGuard } from '../../daemon/src/transports/connection-guard.ts';
-import { AgentMetrics } from './metrics.ts';
+import type { AgentMetrics } from './metrics.ts';
 import { routeOf } from './routes.ts';
 import { serveWebFile } from './web-files.ts';
 
@@ -92,7 +92,9 @@ function markForwarded(req: IncomingMessage): void {
 
 export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   const { limits, log } = options;
-  const metrics = new AgentMetrics();
+  // prom-client (~20 MiB resident) is loaded only when the exporter is on; off, nothing is counted.
+  const metrics: AgentMetrics | undefined =
+    options.metricsPort === undefined ? undefined : new (await import('./metrics.ts')).AgentMetrics();
   const guard = new ConnectionGuard(limits);
 
   // Upstream TLS verifies the daemon's certificate against the daemon's CA (or the system roots when
@@ -125,7 +127,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     ['issuer', issuerProxy],
   ] as const) {
     proxy.on('error', (error, req, resOrSocket) => {
-      metrics.upstreamErrors.inc({ upstream });
+      metrics?.upstreamErrors.inc({ upstream });
       log('warn', 'upstream request failed', {
         upstream,
         method: req.method,
@@ -163,11 +165,11 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
       return;
     }
     sockets.add(socket);
-    metrics.connections.inc();
+    metrics?.connections.inc();
     socket.once('close', () => {
       release();
       sockets.delete(socket);
-      metrics.connections.dec();
+      metrics?.connections.dec();
     });
   });
   server.on('clientError', (error, socket) => {
@@ -186,7 +188,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
 
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
     const route = routeOf(req.method ?? 'GET', req.url ?? '/');
-    metrics.observe(route.to, res);
+    metrics?.observe(route.to, res);
     void (async () => {
       if (route.to === 'refuse') {
         const code =
@@ -228,7 +230,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
       refuseUpgrade(socket, new SvcError('not_found', 'no WebSocket endpoint under /auth'));
       return;
     }
-    metrics.requests.inc({ upstream: 'daemon', transport: 'wss', status: 'upgrade' });
+    metrics?.requests.inc({ upstream: 'daemon', transport: 'wss', status: 'upgrade' });
     markForwarded(req);
     daemonProxy.ws(req, socket, head);
   });
@@ -251,7 +253,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   const agentPort = await listen(server, options.port, options.listenAddress);
   let metricsServer: HttpServer | undefined;
   let metricsPort: number | undefined;
-  if (options.metricsPort !== undefined) {
+  if (options.metricsPort !== undefined && metrics !== undefined) {
     metricsServer = metrics.createExporter({
       daemonUrl: options.daemonUrl,
       ca: options.tls.ca,

@@ -94,6 +94,16 @@ describe('supervision and metrics', () => {
     const ports = await d.ports();
     expect(ports['agent']).toBeGreaterThan(0);
     expect(ports).not.toHaveProperty('metrics');
+    // svcd collects nothing then: its metrics operation says so, after the same authorization.
+    const agent = await processOf(d, 'agent');
+    const off = await d.rest().call('GET', '/svc/metrics', { headers: { 'x-svc-process-key': agent.key } });
+    expect(off.status).toBe(404);
+    expect(off.json()).toMatchObject({
+      error: 'not_found',
+      message: expect.stringContaining('SVC_METRICS_PORT') as unknown,
+    });
+    const admin = await d.rest().call('GET', '/svc/metrics', { token: await d.token('admin') });
+    expect(admin.status).toBe(403);
   });
 
   it('exports svcd and agent series that move; svcd restarts the agent after kill -9 and counts it', async () => {

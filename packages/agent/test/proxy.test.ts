@@ -15,7 +15,8 @@ let admin: string;
 const sockets: WebSocket[] = [];
 
 beforeAll(async () => {
-  daemon = await startTestDaemon({ agent: true });
+  // The exporter on (SVC_METRICS_PORT), so that svcd serves GET /svc/metrics to the agent.
+  daemon = await startTestDaemon({ agent: true, env: { SVC_METRICS_PORT: '0' } });
   ({ agentUrl, agentPort } = await daemon.agent());
   via = restClient(agentUrl, daemon.ca);
   admin = await daemon.token('admin');

@@ -24,7 +24,7 @@ import { HostConfigStore } from './config/host-config-store.ts';
 import { PortsFile } from './config/ports-file.ts';
 import { EventHub } from './events/event-hub.ts';
 import { createLogger, type Logger } from './log/logger.ts';
-import { DaemonMetrics, type ConnectionKind } from './metrics/daemon-metrics.ts';
+import type { ConnectionKind } from './metrics/daemon-metrics.ts';
 import { loadOrCreateMasterKey } from './model/secret-crypter.ts';
 import { createSupervisor } from './supervisor/supervisor.ts';
 import { linkTasksToSupervisor } from './tasks/supervisor-link.ts';
@@ -113,7 +113,12 @@ export async function startDaemon(
   const issuerFromPorts = config.authMode === 'builtin' && new URL(config.oidcIssuer).port === '0';
   const hostConfig = await HostConfigStore.open(config);
   const guard = new ConnectionGuard(config.limits);
-  const metrics = new DaemonMetrics();
+  // Metrics only when the agent's exporter is on (SVC_METRICS_PORT): prom-client and the registry
+  // cost every daemon ~20 MiB resident, so they are loaded on demand (a lazy module in the bundle).
+  const metrics =
+    config.metricsPort === undefined
+      ? undefined
+      : new (await import('./metrics/daemon-metrics.ts')).DaemonMetrics();
 
   let restBaseUrl = '';
   const auth: Authenticator = {
@@ -150,13 +155,15 @@ export async function startDaemon(
     });
   // Connection gauges (metrics/): counted here so that the transports stay untouched. Every
   // accepted connection of the REST port is `https`; those upgraded to WebSocket also `wss`.
-  const countConnection = (socket: Duplex, kind: ConnectionKind): void => {
-    metrics.connectionOpened(kind);
-    socket.once('close', () => metrics.connectionClosed(kind));
-  };
-  rest.on('connection', (socket: Socket) => countConnection(socket, 'https'));
-  rest.on('upgrade', (_req: unknown, socket: Duplex) => countConnection(socket, 'wss'));
-  tcp.on('secureConnection', (socket: Socket) => countConnection(socket, 'tcp'));
+  if (metrics !== undefined) {
+    const countConnection = (socket: Duplex, kind: ConnectionKind): void => {
+      metrics.connectionOpened(kind);
+      socket.once('close', () => metrics.connectionClosed(kind));
+    };
+    rest.on('connection', (socket: Socket) => countConnection(socket, 'https'));
+    rest.on('upgrade', (_req: unknown, socket: Duplex) => countConnection(socket, 'wss'));
+    tcp.on('secureConnection', (socket: Socket) => countConnection(socket, 'tcp'));
+  }
   const restPort = await listen(rest, config.restPort, config.listenAddress);
   const tcpPort = await listen(tcp, config.tcpPort, config.listenAddress);
   restBaseUrl = `https://${urlHost(config.listenAddress)}:${restPort}`;
@@ -188,12 +195,12 @@ export async function startDaemon(
     processKeySecret: await loadProcessKeySecret(join(work, 'auth', 'process-key.secret')),
   });
 
-  metrics.attachSupervisor(supervisor, (name) => supervisor.state(name));
+  metrics?.attachSupervisor(supervisor, (name) => supervisor.state(name));
   const events = new EventHub({
     supervisor,
     outputDir: join(work, 'stdout'),
     logger: logger.child({ component: 'events' }),
-    onPush: (type, queued) => metrics.eventPushed(type, queued),
+    ...(metrics === undefined ? {} : { onPush: (type, queued) => metrics.eventPushed(type, queued) }),
   });
   const tasks = new TaskQueues();
   const unlinkTasks = linkTasksToSupervisor(tasks, supervisor);
@@ -207,13 +214,12 @@ export async function startDaemon(
     events,
     policy,
     logger,
-    metrics,
+    ...(metrics === undefined ? {} : { metrics }),
     restBaseUrl: () => restBaseUrl,
   };
   const router = new Router(operations);
-  resolveReady(
-    metrics.instrument(router, createDispatcher({ router, services, auth, logger })),
-  );
+  const dispatch = createDispatcher({ router, services, auth, logger });
+  resolveReady(metrics === undefined ? dispatch : metrics.instrument(router, dispatch));
 
   const portsFile = new PortsFile(work);
   await portsFile.set('rest', restPort);

@@ -26,7 +26,8 @@ export const metricsOperations: readonly Operation<Services>[] = [
           "GET /svc/metrics is served to svc-agent only; scrape the agent's Prometheus exporter (SVC_METRICS_PORT)",
         );
       authenticateWorker(request, METRICS_READER_APP, (app, key) => services.verifyProcessKey(app, key));
-      if (services.metrics === undefined) throw new SvcError('unavailable', 'metrics are not collected');
+      if (services.metrics === undefined)
+        throw new SvcError('not_found', 'metrics are off: set SVC_METRICS_PORT to turn on the exporter');
       const { contentType, text } = await services.metrics.render();
       return { status: 200, headers: {}, contentType, body: new TextEncoder().encode(text) };
     },
