@@ -77,7 +77,7 @@ describe('DaemonMetrics', () => {
       exitCode: 1,
       lastError: undefined,
       processUuid: 'u1',
-    } as SupervisorEvent);
+    });
     emit({ type: 'START', app: 'a', pid: 2, processUuid: 'u2' });
     emit({ type: 'START', app: 'b', pid: 3, processUuid: 'u3' });
     const { text } = await metrics.render();
