@@ -19,9 +19,15 @@ const log: Log = (level, message, fields = {}) => {
 
 try {
   const config = await loadConfig(process.env);
-  const daemonUrl = process.env['SVC_DAEMON_URL'];
-  if (daemonUrl === undefined || !URL.canParse(daemonUrl))
+  const given = process.env['SVC_DAEMON_URL'];
+  if (given === undefined || !URL.canParse(given))
     throw new Error('SVC_DAEMON_URL is not set: svc-agent is started by svcd (apps/agent.yaml)');
+  // A daemon listening on every address (0.0.0.0, ::; the container image) is reached on loopback,
+  // which the generated certificate names (an IP SAN for 127.0.0.1 and ::1).
+  const upstream = new URL(given);
+  if (upstream.hostname === '0.0.0.0') upstream.hostname = '127.0.0.1';
+  else if (upstream.hostname === '[::]') upstream.hostname = '[::1]';
+  const daemonUrl = upstream.origin;
   const tls = await loadTlsMaterial({
     workDir: config.workDir,
     hostName: config.hostName,

@@ -86,6 +86,16 @@ describe('daemon down', () => {
   });
 });
 
+describe('listening on every address (the container image)', () => {
+  it('reaches a daemon bound to 0.0.0.0 on loopback, verifying its certificate', async () => {
+    const d = await start({ env: { SVC_LISTEN_ADDRESS: '0.0.0.0' } });
+    const { agentUrl } = await d.agent();
+    const r = await restClient(agentUrl, d.ca).call('GET', '/svc/self', { token: await d.token('viewer') });
+    expect(r.status).toBe(200);
+    expect(r.json()).toMatchObject({ principal_id: 'test-viewer' });
+  });
+});
+
 describe('supervision and metrics', () => {
   it('has no exporter unless SVC_METRICS_PORT is set', async () => {
     const d = await start();
