@@ -83,11 +83,11 @@ describe('/auth through the agent (builtin mode)', () => {
   });
 
   it('issues tokens at {agent}/auth/token: password grant and client credentials, valid at svcd', async () => {
+    // The spec's form: HTTP Basic with the client id and an empty secret.
     const password = await via.call('POST', '/auth/token', {
-      headers: FORM,
+      headers: { ...FORM, authorization: `Basic ${Buffer.from('svc-cli:').toString('base64')}` },
       rawBody: new URLSearchParams({
         grant_type: 'password',
-        client_id: 'svc-cli',
         username: 'admin@svc.local',
         password: await secret('initial-admin-credentials', 'password'),
         scope: SCOPE,

@@ -77,6 +77,14 @@ describe('REST through the agent', () => {
     expect(output.text()).toBe('world\n');
   });
 
+  it('refuses a subscription over plain HTTP with 405 when forwarded too', async () => {
+    for (const path of ['/svc/app/echoer/subscribe', '/svc/subscribe']) {
+      const r = await via.call('POST', path, { token: admin, query: { events: 'ALL' } });
+      expect(r.status, path).toBe(405);
+      expect(r.json()).toMatchObject({ error: 'persistent_connection_required' });
+    }
+  });
+
   it('keeps public paths public and protected ones protected (401 with the RFC 9728 challenge)', async () => {
     expect((await via.call('GET', '/svc/auth/config')).status).toBe(200);
     expect((await via.call('GET', '/openapi.json')).status).toBe(200);
