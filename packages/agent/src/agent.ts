@@ -84,10 +84,16 @@ function refuseUpgrade(socket: Duplex, error: SvcError): void {
   else socket.destroy();
 }
 
-/** The remote address the agent vouches for; any X-Forwarded-For a client sent is replaced, not extended. */
+/**
+ * The remote address the agent vouches for (any X-Forwarded-For a client sent is replaced, not
+ * extended), and the address the client used, so that svcd's RFC 9728 metadata and challenges name
+ * the agent rather than the daemon's own port.
+ */
 function markForwarded(req: IncomingMessage): void {
   req.headers['x-forwarded-for'] = req.socket.remoteAddress ?? 'unknown';
   req.headers['x-forwarded-proto'] = 'https';
+  if (req.headers.host !== undefined) req.headers['x-forwarded-host'] = req.headers.host;
+  else delete req.headers['x-forwarded-host'];
 }
 
 export async function startAgent(options: AgentOptions): Promise<RunningAgent> {

@@ -53,7 +53,6 @@ describe('REST through the agent', () => {
       ['GET', '/svc/app/nosuch', undefined],
       ['GET', '/svc/nosuch', undefined],
       ['GET', '/openapi.json', undefined],
-      ['GET', '/.well-known/oauth-protected-resource', undefined],
       ['GET', '/svc/auth/config', undefined],
     ] as const) {
       const options = { token: admin, ...(query === undefined ? {} : { query }) };
@@ -91,7 +90,18 @@ describe('REST through the agent', () => {
     const denied = await via.call('GET', '/svc/applications');
     expect(denied.status).toBe(401);
     expect(denied.json()).toMatchObject({ error: 'unauthorized' });
-    expect(denied.headers['www-authenticate']).toContain('resource_metadata=');
+    // RFC 9728 through the agent names the agent, the address the client can reach.
+    expect(denied.headers['www-authenticate']).toContain(
+      `resource_metadata="${agentUrl}/.well-known/oauth-protected-resource"`,
+    );
+    const metadata = await via.call('GET', '/.well-known/oauth-protected-resource');
+    expect(metadata.status).toBe(200);
+    expect(metadata.json()).toMatchObject({ resource: agentUrl });
+    const direct = await daemon.rest().call('GET', '/.well-known/oauth-protected-resource');
+    expect(direct.json()).toMatchObject({ resource: daemon.restUrl });
+    expect((await daemon.rest().call('GET', '/svc/applications')).headers['www-authenticate']).toContain(
+      `resource_metadata="${daemon.restUrl}/.well-known/oauth-protected-resource"`,
+    );
     const viewer = await via.call('PUT', '/svc/app/x', {
       token: await daemon.token('viewer'),
       body: { command: 'true' },

@@ -17,6 +17,7 @@ import { Router } from './api/router.ts';
 import type { Services } from './api/services.ts';
 import type { ApiRequest, ApiResponse } from './api/types.ts';
 import { authorize, wwwAuthenticate } from './auth/authorizer.ts';
+import { publicBaseUrl } from './auth/discovery-docs.ts';
 import { PolicyStore } from './auth/policy-store.ts';
 import { createOidcTokenVerifier } from './auth/token-verifier.ts';
 import { INSTALL_ROOT, type DaemonConfig } from './config/config.ts';
@@ -218,7 +219,22 @@ export async function startDaemon(
     restBaseUrl: () => restBaseUrl,
   };
   const router = new Router(operations);
-  const dispatch = createDispatcher({ router, services, auth, logger });
+  const dispatcher = createDispatcher({ router, services, auth, logger });
+  // A 401 through svc-agent names the agent's resource metadata URL (the one the client can reach);
+  // the dispatcher builds the challenge with the daemon's own URL, replaced here for forwarded requests.
+  const dispatch = async (request: ApiRequest): Promise<ApiResponse> => {
+    const response = await dispatcher(request);
+    const challenge = response.headers['www-authenticate'];
+    if (challenge !== undefined) {
+      const base = publicBaseUrl(request.headers, restBaseUrl);
+      if (base !== restBaseUrl)
+        response.headers['www-authenticate'] = challenge.replace(
+          `resource_metadata="${restBaseUrl}/`,
+          `resource_metadata="${base}/`,
+        );
+    }
+    return response;
+  };
   resolveReady(metrics === undefined ? dispatch : metrics.instrument(router, dispatch));
 
   const portsFile = new PortsFile(work);
