@@ -154,4 +154,21 @@ describe('/auth through the agent (builtin mode)', () => {
     expect(listed.code, listed.stderr).toBe(0);
     expect((JSON.parse(listed.stdout) as { name: string }[]).map((a) => a.name)).toContain('via-agent');
   });
+
+  it('svc login --device against the agent sends the user to {agent}/auth/device, which the agent serves', async () => {
+    const user = await svcEnv({ SVC_HOME: daemon.home });
+    try {
+      const live = user.spawn(['-H', agentUrl, 'login', '--device']);
+      const match = await live.waitFor(/open (https:\/\/\S+\/auth\/device)\s/, 'stderr', 30_000);
+      const page = match[1]!;
+      expect(page).toBe(`${agentUrl}/auth/device`);
+      const served = await via.call('GET', new URL(page).pathname);
+      expect(served.status).toBe(200);
+      expect(served.contentType).toContain('text/html');
+      live.child.kill('SIGKILL'); // (the CLI keeps polling through SIGTERM; not what this test is about)
+      await live.exited;
+    } finally {
+      await user.cleanup();
+    }
+  });
 });

@@ -208,10 +208,17 @@ export async function login(api: Api, ui: Ui, options: LoginOptions): Promise<Se
     const device = await oidc.initiateDeviceAuthorization(oauth, { scope: SCOPE }).catch((error: unknown) => {
       throw oauthFailure(error, 'device authorization');
     });
-    ui.info(`To sign in, open ${device.verification_uri}`);
+    // Through the agent the issuer's own pages are under {server}/auth too (its loopback address
+    // is not reachable from where the user's browser may be).
+    const routed = (uri: string): string =>
+      oauth.serverMetadata().token_endpoint?.startsWith(`${api.server}/auth/`) === true &&
+      uri.startsWith(`${issuer}/`)
+        ? `${api.server}/auth${uri.slice(issuer.length)}`
+        : uri;
+    ui.info(`To sign in, open ${routed(device.verification_uri)}`);
     ui.info(`and enter the code: ${device.user_code}`);
     if (device.verification_uri_complete !== undefined)
-      ui.info(`(or open ${device.verification_uri_complete})`);
+      ui.info(`(or open ${routed(device.verification_uri_complete)})`);
     const tokens = await ui
       .spin('Waiting for the sign-in in the browser', () => oidc.pollDeviceAuthorizationGrant(oauth, device))
       .catch((error: unknown) => {
