@@ -98,7 +98,7 @@ function markForwarded(req: IncomingMessage): void {
 
 export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   const { limits, log } = options;
-  // prom-client (~20 MiB resident) is loaded only when the exporter is on; off, nothing is counted.
+  // Counters exist only with the exporter on (nobody could read them otherwise); prom-client is loaded then.
   const metrics: AgentMetrics | undefined =
     options.metricsPort === undefined ? undefined : new (await import('./metrics.ts')).AgentMetrics();
   const guard = new ConnectionGuard(limits);

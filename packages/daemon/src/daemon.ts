@@ -114,8 +114,8 @@ export async function startDaemon(
   const issuerFromPorts = config.authMode === 'builtin' && new URL(config.oidcIssuer).port === '0';
   const hostConfig = await HostConfigStore.open(config);
   const guard = new ConnectionGuard(config.limits);
-  // Metrics only when the agent's exporter is on (SVC_METRICS_PORT): prom-client and the registry
-  // cost every daemon ~20 MiB resident, so they are loaded on demand (a lazy module in the bundle).
+  // Metrics only when the agent's exporter is on (SVC_METRICS_PORT): nobody reads them otherwise, so
+  // nothing is counted and prom-client stays unevaluated (a lazy module in the bundle).
   const metrics =
     config.metricsPort === undefined
       ? undefined
