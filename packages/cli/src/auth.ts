@@ -1,9 +1,13 @@
 // Sign-in (spec "Grants and sign-in" 3): browser authorization code + PKCE with a loopback redirect
 // (RFC 8252) on a desktop, device authorization on a headless machine, and the password grant only
 // when the caller asks for it and the server advertises `password`. openid-client 6 does the OAuth;
-// the issuer comes from the server's public `/svc/auth/config`.
+// the issuer comes from the server's public `/svc/auth/config`. Through svc-agent (`https://host:6060`)
+// the issuer's endpoints are reached at `{server}/auth/...` (spec "Client token contract" 4: a separate
+// access route to the same authentication service), while the issuer that tokens are validated
+// against stays the one discovery publishes.
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import * as oidc from 'openid-client';
 import { CliError, EXIT } from './errors.ts';
@@ -43,6 +47,88 @@ async function discover(issuer: string): Promise<oidc.Configuration> {
       'the built-in issuer listens on the server host only; sign in there or use a token (SVC_BEARER_TOKEN)',
     );
   }
+}
+
+/**
+ * The OAuth configuration for `issuer`, preferring the server's route to it: svc-agent forwards
+ * `/auth/*` unchanged to the built-in issuer, so `{server}/auth/.well-known/openid-configuration` is
+ * the issuer's own document. It must name exactly the published issuer (no other provider can be
+ * slipped in); its endpoints under the issuer are then called through the server. A server without
+ * that route (the daemon's own port, or an agent in external mode: 404) means the issuer directly.
+ */
+async function oauthFor(api: Api | undefined, issuer: string): Promise<oidc.Configuration> {
+  if (api === undefined) return discover(issuer);
+  let reply;
+  try {
+    reply = await api.call('GET', '/auth/.well-known/openid-configuration', {
+      anonymous: true,
+      accept: [404, 405, 502, 503],
+    });
+  } catch {
+    return discover(issuer);
+  }
+  if (reply.status !== 200) return discover(issuer);
+  let metadata: oidc.ServerMetadata;
+  try {
+    metadata = reply.json<oidc.ServerMetadata>();
+  } catch {
+    return discover(issuer);
+  }
+  if (metadata.issuer !== issuer)
+    throw new CliError(
+      `${api.server}/auth serves the identity provider ${String(metadata.issuer)}, but the server publishes ${issuer}`,
+      EXIT.auth,
+    );
+  const route = `${api.server}/auth`;
+  const routed: Record<string, unknown> = { ...metadata };
+  for (const [key, value] of Object.entries(metadata))
+    if (key !== 'issuer' && typeof value === 'string' && value.startsWith(`${issuer}/`))
+      routed[key] = route + value.slice(issuer.length);
+  const configuration = new oidc.Configuration(
+    routed as oidc.ServerMetadata,
+    CLIENT_ID,
+    undefined,
+    oidc.None(),
+  );
+  configuration[oidc.customFetch] = httpsFetch(api.cas);
+  return configuration;
+}
+
+/** fetch for openid-client over node:https with the CLI's trusted CAs (`--ca`, NODE_EXTRA_CA_CERTS). */
+function httpsFetch(cas: string[]): oidc.CustomFetch {
+  return async (url, options) => {
+    const headers: Record<string, string> = {};
+    new Headers(options.headers).forEach((value, key) => (headers[key] = value));
+    // Whatever BodyInit openid-client passes (URLSearchParams for token requests), as bytes.
+    const body =
+      options.body === undefined || options.body === null
+        ? undefined
+        : Buffer.from(await new Response(options.body).arrayBuffer());
+    if (options.body instanceof URLSearchParams)
+      headers['content-type'] ??= 'application/x-www-form-urlencoded;charset=UTF-8';
+    return new Promise((resolve, reject) => {
+      const req = httpsRequest(
+        url,
+        { method: options.method, headers, ca: cas, ...(options.signal ? { signal: options.signal } : {}) },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (chunk: Buffer) => chunks.push(chunk));
+          res.once('error', reject);
+          res.once('end', () => {
+            const responseHeaders = new Headers();
+            for (const [key, value] of Object.entries(res.headers))
+              if (value !== undefined)
+                responseHeaders.set(key, Array.isArray(value) ? value.join(', ') : value);
+            resolve(
+              new Response(Buffer.concat(chunks), { status: res.statusCode ?? 0, headers: responseHeaders }),
+            );
+          });
+        },
+      );
+      req.once('error', reject);
+      req.end(body);
+    });
+  };
 }
 
 function oauthFailure(error: unknown, what: string): CliError {
@@ -102,7 +188,7 @@ export async function login(api: Api, ui: Ui, options: LoginOptions): Promise<Se
       'run `svc login` without --password/--username to sign in with the browser or a device code',
     );
   const issuer = config.issuer;
-  const oauth = await discover(issuer);
+  const oauth = await oauthFor(api, issuer);
   let session: Session;
   if (options.method === 'password') {
     const username = options.username;
@@ -122,10 +208,17 @@ export async function login(api: Api, ui: Ui, options: LoginOptions): Promise<Se
     const device = await oidc.initiateDeviceAuthorization(oauth, { scope: SCOPE }).catch((error: unknown) => {
       throw oauthFailure(error, 'device authorization');
     });
-    ui.info(`To sign in, open ${device.verification_uri}`);
+    // Through the agent the issuer's own pages are under {server}/auth too (its loopback address
+    // is not reachable from where the user's browser may be).
+    const routed = (uri: string): string =>
+      oauth.serverMetadata().token_endpoint?.startsWith(`${api.server}/auth/`) === true &&
+      uri.startsWith(`${issuer}/`)
+        ? `${api.server}/auth${uri.slice(issuer.length)}`
+        : uri;
+    ui.info(`To sign in, open ${routed(device.verification_uri)}`);
     ui.info(`and enter the code: ${device.user_code}`);
     if (device.verification_uri_complete !== undefined)
-      ui.info(`(or open ${device.verification_uri_complete})`);
+      ui.info(`(or open ${routed(device.verification_uri_complete)})`);
     const tokens = await ui
       .spin('Waiting for the sign-in in the browser', () => oidc.pollDeviceAuthorizationGrant(oauth, device))
       .catch((error: unknown) => {
@@ -233,7 +326,7 @@ export function sameServer(a: string, b: string): boolean {
 }
 
 /** The bearer of `credentials`, refreshing a session token that is (nearly) expired. */
-export async function accessToken(creds: Credentials, ui: Ui): Promise<string | undefined> {
+export async function accessToken(creds: Credentials, ui: Ui, api?: Api): Promise<string | undefined> {
   const now = Math.floor(Date.now() / 1000);
   if (creds.kind === 'none') return undefined;
   if (creds.kind === 'bearer') {
@@ -251,7 +344,11 @@ export async function accessToken(creds: Credentials, ui: Ui): Promise<string | 
   if (session.refresh_token === undefined)
     throw new CliError('the session expired', EXIT.auth, 'run `svc login` again');
   const refreshToken = session.refresh_token;
-  const oauth = await discover(session.issuer);
+  // The refresh goes the way the sign-in went: through the server when it routes /auth (svc-agent).
+  const oauth = await oauthFor(
+    api !== undefined && sameServer(api.server, session.server) ? api : undefined,
+    session.issuer,
+  );
   const tokens = await ui
     .spin('Refreshing the session', () => oidc.refreshTokenGrant(oauth, refreshToken))
     .catch((error: unknown) => {

@@ -249,11 +249,11 @@ async function dispatch(argv: string[], ui: Ui, signal: AbortSignal): Promise<nu
     DEFAULT_SERVER;
   if (!/^https?:\/\//.test(server))
     throw new CliError(`-H ${server}: expected a URL such as ${DEFAULT_SERVER}`, EXIT.usage);
-  const api = new Api({
+  const api: Api = new Api({
     server,
     ca: caPem(values['ca'] as string | undefined),
     target: values['forward'] as string | undefined,
-    token: () => accessToken(creds, ui),
+    token: () => accessToken(creds, ui, api),
   });
 
   switch (name) {
@@ -361,12 +361,13 @@ async function loginCommand(api: Api, ui: Ui, values: commands.Values): Promise<
 
 /** An Api that authenticates with the stored session (not SVC_BEARER_TOKEN). */
 function apiForSession(session: Session, values: commands.Values, ui: Ui): Api {
-  return new Api({
+  const api: Api = new Api({
     server: session.server,
     ca: caPem(values['ca'] as string | undefined),
     target: values['forward'] as string | undefined,
-    token: () => accessToken({ kind: 'session', session }, ui),
+    token: () => accessToken({ kind: 'session', session }, ui, api),
   });
+  return api;
 }
 
 async function loginfo(ui: Ui, values: commands.Values): Promise<number> {

@@ -15,6 +15,8 @@ export const REPO_ROOT = resolve(import.meta.dirname, '../../..');
 export const DIST_DIR = resolve(import.meta.dirname, '../dist');
 export const BUNDLE = join(DIST_DIR, 'svcd.mjs');
 export const META = join(DIST_DIR, 'svcd.meta.json');
+/** svc-agent's bundle, built in the same run (build.js) and covered by the same metadata. */
+export const AGENT_BUNDLE = join(DIST_DIR, 'svc-agent.mjs');
 
 /** Why the bundle must be rebuilt, or undefined when it is current. */
 export function staleReason() {
@@ -22,6 +24,7 @@ export function staleReason() {
   try {
     meta = JSON.parse(readFileSync(META, 'utf8'));
     statSync(BUNDLE);
+    statSync(AGENT_BUNDLE);
   } catch {
     return 'no bundle yet';
   }

@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, readFile } from 'node:fs/promises';
 import type { Server as HttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import type { Server as TlsServer } from 'node:tls';
 import { dirname, join } from 'node:path';
 import { bootstrapCredentials, loadCredentials } from '../../identity/src/credentials/bootstrap.ts';
@@ -16,6 +17,7 @@ import { Router } from './api/router.ts';
 import type { Services } from './api/services.ts';
 import type { ApiRequest, ApiResponse } from './api/types.ts';
 import { authorize, wwwAuthenticate } from './auth/authorizer.ts';
+import { publicBaseUrl } from './auth/discovery-docs.ts';
 import { PolicyStore } from './auth/policy-store.ts';
 import { createOidcTokenVerifier } from './auth/token-verifier.ts';
 import { INSTALL_ROOT, type DaemonConfig } from './config/config.ts';
@@ -24,6 +26,7 @@ import { PortsFile } from './config/ports-file.ts';
 import { EventHub } from './events/event-hub.ts';
 import { createForwarder } from './forwarding/index.ts';
 import { createLogger, type Logger } from './log/logger.ts';
+import type { ConnectionKind } from './metrics/daemon-metrics.ts';
 import { loadOrCreateMasterKey } from './model/secret-crypter.ts';
 import { createSupervisor } from './supervisor/supervisor.ts';
 import { linkTasksToSupervisor } from './tasks/supervisor-link.ts';
@@ -112,6 +115,12 @@ export async function startDaemon(
   const issuerFromPorts = config.authMode === 'builtin' && new URL(config.oidcIssuer).port === '0';
   const hostConfig = await HostConfigStore.open(config);
   const guard = new ConnectionGuard(config.limits);
+  // Metrics only when the agent's exporter is on (SVC_METRICS_PORT): nobody reads them otherwise, so
+  // nothing is counted and prom-client stays unevaluated (a lazy module in the bundle).
+  const metrics =
+    config.metricsPort === undefined
+      ? undefined
+      : new (await import('./metrics/daemon-metrics.ts')).DaemonMetrics();
 
   let restBaseUrl = '';
   const auth: Authenticator = {
@@ -146,6 +155,17 @@ export async function startDaemon(
       sockets.add(socket);
       socket.once('close', () => sockets.delete(socket));
     });
+  // Connection gauges (metrics/): counted here so that the transports stay untouched. Every
+  // accepted connection of the REST port is `https`; those upgraded to WebSocket also `wss`.
+  if (metrics !== undefined) {
+    const countConnection = (socket: Duplex, kind: ConnectionKind): void => {
+      metrics.connectionOpened(kind);
+      socket.once('close', () => metrics.connectionClosed(kind));
+    };
+    rest.on('connection', (socket: Socket) => countConnection(socket, 'https'));
+    rest.on('upgrade', (_req: unknown, socket: Duplex) => countConnection(socket, 'wss'));
+    tcp.on('secureConnection', (socket: Socket) => countConnection(socket, 'tcp'));
+  }
   const restPort = await listen(rest, config.restPort, config.listenAddress);
   const tcpPort = await listen(tcp, config.tcpPort, config.listenAddress);
   restBaseUrl = `https://${urlHost(config.listenAddress)}:${restPort}`;
@@ -177,10 +197,12 @@ export async function startDaemon(
     processKeySecret: await loadProcessKeySecret(join(work, 'auth', 'process-key.secret')),
   });
 
+  metrics?.attachSupervisor(supervisor, (name) => supervisor.state(name));
   const events = new EventHub({
     supervisor,
     outputDir: join(work, 'stdout'),
     logger: logger.child({ component: 'events' }),
+    ...(metrics === undefined ? {} : { onPush: (type, queued) => metrics.eventPushed(type, queued) }),
   });
   const tasks = new TaskQueues();
   const unlinkTasks = linkTasksToSupervisor(tasks, supervisor);
@@ -194,10 +216,28 @@ export async function startDaemon(
     events,
     policy,
     logger,
+    ...(metrics === undefined ? {} : { metrics }),
     restBaseUrl: () => restBaseUrl,
   };
+  const router = new Router(operations);
   const forwarder = await createForwarder({ config, tls, tcpPort: () => tcpPort, logger });
-  resolveReady(createDispatcher({ router: new Router(operations), services, auth, logger, forwarder }));
+  const dispatcher = createDispatcher({ router, services, auth, logger, forwarder });
+  // A 401 through svc-agent names the agent's resource metadata URL (the one the client can reach);
+  // the dispatcher builds the challenge with the daemon's own URL, replaced here for forwarded requests.
+  const dispatch = async (request: ApiRequest): Promise<ApiResponse> => {
+    const response = await dispatcher(request);
+    const challenge = response.headers['www-authenticate'];
+    if (challenge !== undefined) {
+      const base = publicBaseUrl(request.headers, restBaseUrl);
+      if (base !== restBaseUrl)
+        response.headers['www-authenticate'] = challenge.replace(
+          `resource_metadata="${restBaseUrl}/`,
+          `resource_metadata="${base}/`,
+        );
+    }
+    return response;
+  };
+  resolveReady(metrics === undefined ? dispatch : metrics.instrument(router, dispatch));
 
   const portsFile = new PortsFile(work);
   await portsFile.set('rest', restPort);
@@ -210,8 +250,9 @@ export async function startDaemon(
           verifier = createOidcTokenVerifier({ issuer: config.oidcIssuer, audience: config.oidcAudience });
         })
       : () => undefined;
-  // The administration UI (a system app in both modes) reports its listener the same way.
+  // The administration UI and the agent (system apps in both modes) report their listeners the same way.
   const stopAdminPortsMerge = portsFile.mergeFrom('authadmin');
+  const stopAgentPortsMerge = portsFile.mergeFrom('agent');
   logger.info('svcd started', {
     rest: restPort,
     tcp: tcpPort,
@@ -251,6 +292,7 @@ export async function startDaemon(
         await step('stop ports merge', () => {
           stopPortsMerge();
           stopAdminPortsMerge();
+          stopAgentPortsMerge();
         });
         await step('detach supervisor', () => supervisor.detach());
         await logger.close();

@@ -39,6 +39,11 @@ export const ERROR_CODES = {
   not_found: { status: 404, description: 'No such resource.' },
   app_not_found: { status: 404, description: 'No application with this name.' },
   route_not_found: { status: 404, description: 'No operation at this path.' },
+  external_identity_provider: {
+    status: 404,
+    description:
+      'The agent serves /auth/* only in builtin auth mode; in external mode sign in at the external identity provider.',
+  },
   method_not_allowed: { status: 405, description: 'The path exists but not with this method.' },
   persistent_connection_required: {
     status: 405,
@@ -61,6 +66,10 @@ export const ERROR_CODES = {
     status: 502,
     description:
       'The forward target could not be reached or its connection failed (refused, TLS verification, closed mid-request).',
+  },
+  upstream_unavailable: {
+    status: 502,
+    description: 'The agent could not reach the daemon or the built-in issuer behind it.',
   },
   queue_full: { status: 503, description: 'The bounded queue is full.' },
   unavailable: { status: 503, description: 'A dependency is unavailable (for example the token issuer).' },

@@ -57,6 +57,11 @@ export interface TestDaemonOptions {
    * into this SVC_HOME before the first start, so each trusts the other's certificate (forwarding).
    */
   tlsFrom?: { workDir: string };
+  /**
+   * Run svc-agent (the system app apps/agent.yaml) on an ephemeral port; see `agent()`. Off by
+   * default: a test daemon runs only the system apps its test asks for.
+   */
+  agent?: boolean;
 }
 
 export interface TestDaemon extends AsyncDisposable {
@@ -68,6 +73,14 @@ export interface TestDaemon extends AsyncDisposable {
   readonly tcpPort: number;
   readonly ca: string;
   readonly pid: number;
+  /** work/ports.json as it is now (every bound listener by name, CONTRACT §3). */
+  ports(): Promise<Record<string, number>>;
+  /**
+   * The agent's port once svc-agent (a system app) reported it in work/ports.json, and its base URL
+   * (https, the daemon's certificate). Waits up to 30 s; a new port after the agent restarted too
+   * when `notPort` names the old one.
+   */
+  agent(notPort?: number): Promise<{ agentPort: number; agentUrl: string; metricsPort: number | undefined }>;
   /** A fresh access token for one of the test principals. */
   token(role: TestRole): Promise<string>;
   rest(): ApiClient;
@@ -109,7 +122,10 @@ export async function startTestDaemon(options: TestDaemonOptions = {}): Promise<
   }
   if (options.tlsFrom !== undefined)
     await cp(join(options.tlsFrom.workDir, 'ssl'), join(workDir, 'ssl'), { recursive: true });
-  for (const [file, content] of Object.entries(options.files ?? {})) {
+  const files = { ...options.files };
+  if (options.agent === true)
+    files['apps/agent.yaml'] ??= await readFile(join(REPO_ROOT, 'apps', 'agent.yaml'), 'utf8');
+  for (const [file, content] of Object.entries(files)) {
     await mkdir(dirname(join(home, file)), { recursive: true, mode: 0o700 });
     await writeFile(join(home, file), content, { mode: 0o600 });
   }
@@ -187,6 +203,25 @@ export async function startTestDaemon(options: TestDaemonOptions = {}): Promise<
       clients.push(client);
       return client;
     },
+    ports: () => readPorts(workDir),
+    async agent(notPort) {
+      const deadline = Date.now() + 30_000;
+      for (;;) {
+        const ports: Record<string, number> = await readPorts(workDir).catch(() => ({}));
+        // svcd merges the keys of the agent's own file one by one: wait until all of them are in.
+        const own: Record<string, number> = await readFile(join(workDir, 'ports.agent.json'), 'utf8')
+          .then((text) => JSON.parse(text) as Record<string, number>)
+          .catch(() => ({}));
+        const port = ports['agent'];
+        const merged = Object.entries(own).every(([key, value]) => ports[key] === value);
+        if (port !== undefined && port !== notPort && merged)
+          return { agentPort: port, agentUrl: `https://127.0.0.1:${port}`, metricsPort: ports['metrics'] };
+        if (Date.now() > deadline || child.exitCode !== null)
+          throw new Error(`svc-agent did not report its port in work/ports.json:\n${stderr}`);
+        // Bounded condition poll (the file is rewritten atomically by svcd).
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    },
     stderr: () => stderr,
     stop: () => terminate('SIGTERM'),
     kill: () => terminate('SIGKILL'),
@@ -200,6 +235,10 @@ export async function startTestDaemon(options: TestDaemonOptions = {}): Promise<
     [Symbol.asyncDispose]: () => daemon.close(),
   };
   return daemon;
+}
+
+async function readPorts(workDir: string): Promise<Record<string, number>> {
+  return JSON.parse(await readFile(join(workDir, 'ports.json'), 'utf8')) as Record<string, number>;
 }
 
 /** Kill the process groups recorded in work/.snapshot, so no test leaves processes behind. */

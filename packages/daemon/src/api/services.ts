@@ -18,6 +18,8 @@ export interface Services {
   events: EventHub;
   policy: PolicyStore;
   logger: Logger;
+  /** svcd's Prometheus registry (metrics/), absent in unit-test twins. */
+  metrics?: { render(): Promise<{ contentType: string; text: string }> };
   /** Base URL of this daemon's REST listener, for discovery documents. */
   restBaseUrl(): string;
 }

@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { authConfigDocument, protectedResourceDocument, resourceMetadataUrl } from './discovery-docs.ts';
+import {
+  authConfigDocument,
+  protectedResourceDocument,
+  publicBaseUrl,
+  resourceMetadataUrl,
+} from './discovery-docs.ts';
 
 const base = { issuer: 'http://127.0.0.1:6062/auth', audience: 'svc-api' };
 
@@ -50,5 +55,23 @@ describe('protectedResourceDocument', () => {
       'https://h:6060/.well-known/oauth-protected-resource',
     );
     expect(resourceMetadataUrl('https://h/api/')).toBe('https://h/.well-known/oauth-protected-resource/api');
+  });
+});
+
+describe('publicBaseUrl', () => {
+  const own = 'https://127.0.0.1:6058';
+  it('names the forwarded host when a proxy forwarded https', () => {
+    expect(
+      publicBaseUrl({ 'x-forwarded-host': 'svc.example.org:6060', 'x-forwarded-proto': 'https' }, own),
+    ).toBe('https://svc.example.org:6060');
+    expect(publicBaseUrl({ 'x-forwarded-host': '[::1]:6060', 'x-forwarded-proto': 'https' }, own)).toBe(
+      'https://[::1]:6060',
+    );
+  });
+  it('keeps its own URL without, or with a malformed, forwarded host', () => {
+    expect(publicBaseUrl({}, own)).toBe(own);
+    expect(publicBaseUrl({ 'x-forwarded-host': 'h:6060' }, own)).toBe(own);
+    for (const host of ['evil.org/path', 'a b', 'h:6060@x', '"x"', ''])
+      expect(publicBaseUrl({ 'x-forwarded-host': host, 'x-forwarded-proto': 'https' }, own)).toBe(own);
   });
 });

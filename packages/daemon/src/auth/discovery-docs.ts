@@ -79,3 +79,19 @@ export function resourceMetadataUrl(resource: string): string {
   const path = url.pathname === '/' ? '' : url.pathname.replace(/\/+$/, '');
   return `${url.origin}/.well-known/oauth-protected-resource${path}`;
 }
+
+/** host[:port] as a proxy may forward it: a DNS name or IPv4 address, or a bracketed IPv6 address. */
+const FORWARDED_HOST = /^(?:[A-Za-z0-9.-]{1,253}|\[[0-9A-Fa-f:.]{2,45}\])(?::\d{1,5})?$/;
+
+/**
+ * The base URL a client used: svc-agent forwards the client's Host as `X-Forwarded-Host` (with
+ * `X-Forwarded-Proto: https`), so RFC 9728 documents and challenges name the agent's address, the
+ * one the client can reach. Without (or with a malformed) forwarded host: the daemon's own URL. A
+ * direct client setting the header only changes the URL in its own answer.
+ */
+export function publicBaseUrl(headers: Readonly<Record<string, string>>, own: string): string {
+  const host = headers['x-forwarded-host'];
+  if (host === undefined || headers['x-forwarded-proto'] !== 'https' || !FORWARDED_HOST.test(host))
+    return own;
+  return `https://${host}`;
+}

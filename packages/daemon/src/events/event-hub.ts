@@ -27,6 +27,8 @@ export interface EventHubOptions {
   outputDir: string;
   logger: Logger;
   now?: () => number;
+  /** Called for every push with whether it was queued (metrics). */
+  onPush?: (type: EventType, queued: boolean) => void;
 }
 
 /** Events that need work after the supervisor's call returned (see #queue). */
@@ -54,6 +56,7 @@ export class EventHub {
   readonly #outputDir: string;
   readonly #logger: Logger;
   readonly #now: () => number;
+  readonly #onPush: ((type: EventType, queued: boolean) => void) | undefined;
   readonly #registry = new SubscriptionRegistry();
   /** Connections whose onClose hook is registered. */
   readonly #hooked = new Set<string>();
@@ -74,6 +77,7 @@ export class EventHub {
     this.#outputDir = options.outputDir;
     this.#logger = options.logger;
     this.#now = options.now ?? Date.now;
+    this.#onPush = options.onPush;
     this.#offSupervisor = options.supervisor.onEvent((event) => this.#onSupervisorEvent(event));
   }
 
@@ -410,6 +414,7 @@ export class EventHub {
       this.#logger.error('event push failed', { error: error as Error });
       delivered = false;
     }
+    this.#onPush?.(type, delivered);
     if (delivered) {
       subscription.sequence = sequence;
       return;

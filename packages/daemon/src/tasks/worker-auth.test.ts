@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { authenticateWorker, isLoopbackAddress, type KeyVerdict } from './worker-auth.ts';
+import {
+  authenticateWorker,
+  connectionRemoteAddress,
+  isLoopbackAddress,
+  type KeyVerdict,
+} from './worker-auth.ts';
 
 const KEY = 'a'.repeat(64);
 
@@ -66,6 +71,23 @@ describe('authenticateWorker', () => {
       code: 'process_key_transport',
       status: 403,
     });
+  });
+
+  it.each([{ 'x-forwarded-for': '127.0.0.1' }, { 'x-forwarded-for': '' }, { forwarded: 'for=127.0.0.1' }])(
+    'refuses a forwarded request on a loopback socket (%o) with 403 process_key_transport',
+    (extra) => {
+      expect(attempt({ headers: { 'x-svc-process-key': KEY, ...extra } })).toMatchObject({
+        code: 'process_key_transport',
+        status: 403,
+      });
+    },
+  );
+
+  it('marks a forwarded WSS upgrade so that its task session is never loopback', () => {
+    expect(connectionRemoteAddress('127.0.0.1', {})).toBe('127.0.0.1');
+    const marked = connectionRemoteAddress('127.0.0.1', { 'x-forwarded-for': '203.0.113.9' });
+    expect(isLoopbackAddress(marked)).toBe(false);
+    expect(attempt({ remoteAddress: marked })).toMatchObject({ code: 'process_key_transport' });
   });
 
   it('answers a missing header with 400 bad_request', () => {

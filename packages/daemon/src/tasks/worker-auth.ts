@@ -21,6 +21,25 @@ export function isLoopbackAddress(address: string): boolean {
   return /^::ffff:7f[0-9a-f]{2}:[0-9a-f]{1,4}$/.test(a);
 }
 
+/**
+ * Whether a proxy forwarded the request (svc-agent sets X-Forwarded-For on every request and WSS
+ * upgrade it forwards): its socket may be loopback, but the caller is not on this host's loopback.
+ */
+export function isForwarded(headers: Readonly<Record<string, string | string[] | undefined>>): boolean {
+  return headers['x-forwarded-for'] !== undefined || headers['forwarded'] !== undefined;
+}
+
+/**
+ * The remote address recorded for a connection: a forwarded WSS upgrade is marked, so that its
+ * task session never counts as a direct loopback connection although its socket is loopback.
+ */
+export function connectionRemoteAddress(
+  socketAddress: string,
+  headers: Readonly<Record<string, string | string[] | undefined>>,
+): string {
+  return isForwarded(headers) ? `forwarded-via:${socketAddress}` : socketAddress;
+}
+
 export type KeyVerdict = 'ok' | 'superseded' | 'unknown';
 
 export interface WorkerRequest {
@@ -32,7 +51,7 @@ export interface WorkerRequest {
 /**
  * Accept a worker request for `app` or throw, in this order:
  * 1. a process-key-like query parameter → 400 obsolete_process_key (even with a valid header);
- * 2. a non-loopback transport → 403 process_key_transport;
+ * 2. a non-loopback or forwarded (X-Forwarded-For, Forwarded) request → 403 process_key_transport;
  * 3. no X-Svc-Process-Key header → 400 bad_request;
  * 4. a key of a superseded process of the app → 412 process_superseded;
  * 5. any other key that is not the app's current one → 403 forbidden.
@@ -49,10 +68,10 @@ export function authenticateWorker(
         `a process key in the query string ("${name}") is obsolete; send it only in the X-Svc-Process-Key header`,
       );
   }
-  if (!isLoopbackAddress(request.remoteAddress))
+  if (isForwarded(request.headers) || !isLoopbackAddress(request.remoteAddress))
     throw new SvcError(
       'process_key_transport',
-      'a process key is accepted only on a loopback connection to the daemon',
+      'a process key is accepted only on a direct loopback connection to the daemon (not through svc-agent or another proxy)',
     );
   const key = request.headers[PROCESS_KEY_HEADER];
   if (key === undefined || key === '')

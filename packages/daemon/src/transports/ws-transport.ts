@@ -10,6 +10,7 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import type { Authenticator, Dispatch } from '../api/dispatcher.ts';
 import type { Limits } from '../config/config.ts';
 import type { Logger } from '../log/logger.ts';
+import { connectionRemoteAddress } from '../tasks/worker-auth.ts';
 import { WireSession } from './wire-session.ts';
 
 export const WS_SUBPROTOCOL = 'svc-ws';
@@ -66,7 +67,7 @@ export function attachWsTransport(server: Server, options: WsTransportOptions): 
       }
     }
     wss.handleUpgrade(req, socket, head, (ws: WebSocket) => {
-      const remote = req.socket.remoteAddress ?? 'unknown';
+      const remote = connectionRemoteAddress(req.socket.remoteAddress ?? 'unknown', req.headers);
       const session = new WireSession({
         transport: 'wss',
         remoteAddress: remote,

@@ -42,7 +42,9 @@ function has(role: TestRole, permission: Permission): boolean {
   ]!.includes(permission);
 }
 
-type Rule = Permission | 'public' | 'authenticated' | 'process-key' | ((role: TestRole) => boolean);
+/** `agent-key`: only svc-agent's process key (GET /svc/metrics): every bearer role is denied. */
+type Rule =
+  Permission | 'public' | 'authenticated' | 'process-key' | 'agent-key' | ((role: TestRole) => boolean);
 
 interface Row {
   method: string;
@@ -151,6 +153,8 @@ const ROWS: Row[] = [
   { method: 'DELETE', path: '/svc/app/admin-app/task', rule: 'app-run-task' },
   { method: 'GET', path: '/svc/app/admin-app/task', rule: 'process-key' },
   { method: 'PUT', path: '/svc/app/admin-app/task', rule: 'process-key', options: { rawBody: 'result' } },
+  // Metrics: the agent's process key only (packages/agent/test/proxy.test.ts tests the key itself).
+  { method: 'GET', path: '/svc/metrics', rule: 'agent-key' },
   // DELETE: the owner needs no permission; others need app-delete and app-manage-all.
   {
     method: 'DELETE',
@@ -161,6 +165,7 @@ const ROWS: Row[] = [
 
 function allowed(rule: Rule, role: TestRole): boolean {
   if (rule === 'public' || rule === 'authenticated' || rule === 'process-key') return true;
+  if (rule === 'agent-key') return false;
   if (typeof rule === 'function') return rule(role);
   return has(role, rule);
 }
@@ -224,6 +229,7 @@ describe('authorization of every endpoint for every role', () => {
         if (transport === 'tcp') return; // an unauthenticated TCP connection is covered in same-over-transports
         const anonymous = await daemon.rest().call(row.method, path('anonymous'), row.options ?? {});
         if (rule === 'public' || rule === 'process-key') expect(anonymous.status).not.toBe(401);
+        else if (rule === 'agent-key') expect(anonymous.status).toBe(403);
         else {
           expect(anonymous.status).toBe(401);
           expect(anonymous.headers['www-authenticate']).toMatch(

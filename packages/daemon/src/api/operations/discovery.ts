@@ -1,5 +1,5 @@
 // Public discovery documents: sign-in configuration, RFC 9728 resource metadata, OpenAPI.
-import { authConfigDocument, protectedResourceDocument } from '../../auth/discovery-docs.ts';
+import { authConfigDocument, protectedResourceDocument, publicBaseUrl } from '../../auth/discovery-docs.ts';
 import { buildOpenApiDocument } from '../openapi.ts';
 import { json } from '../responses.ts';
 import type { Services } from '../services.ts';
@@ -34,7 +34,7 @@ export const discoveryOperations: Operation<Services>[] = [
       const c = context.services.config;
       return json(
         protectedResourceDocument({
-          resource: context.services.restBaseUrl(),
+          resource: publicBaseUrl(context.request.headers, context.services.restBaseUrl()),
           issuer: c.oidcIssuer,
           audience: c.oidcAudience,
         }),

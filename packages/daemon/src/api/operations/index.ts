@@ -6,6 +6,7 @@ import { authzOperations } from './authz.ts';
 import { discoveryOperations } from './discovery.ts';
 import { eventOperations } from './events.ts';
 import { hostOperations } from './host.ts';
+import { metricsOperations } from './metrics.ts';
 import { runOperations } from './runs.ts';
 import { taskOperations } from './tasks.ts';
 
@@ -17,4 +18,5 @@ export const operations: readonly Operation<Services>[] = [
   ...authzOperations,
   ...discoveryOperations,
   ...eventOperations,
+  ...metricsOperations,
 ];

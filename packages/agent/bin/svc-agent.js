@@ -1,0 +1,10 @@
+#!/usr/bin/env -S node --max-semi-space-size=1
+// svc-agent launcher (apps/agent.yaml; `npx svc-agent`): runs the esbuild bundle of bin/svc-agent.ts
+// (packages/daemon/dist/svc-agent.mjs, built together with svcd's), rebuilding it first when any of
+// its sources is newer. Plain JavaScript, like svcd's launcher: running the TypeScript sources
+// directly would load Node's type stripper (~37 MiB resident) into a process every daemon runs.
+import { pathToFileURL } from 'node:url';
+import { AGENT_BUNDLE, ensureBundle } from '../../daemon/build/bundle.js';
+
+ensureBundle();
+await import(pathToFileURL(AGENT_BUNDLE).href);

@@ -1,0 +1,289 @@
+// svc-agent's front door: one HTTPS listener that forwards REST and WSS to the daemon, /auth/* to the
+// built-in issuer (builtin mode), serves the web UI files at `/`, and (when configured) the
+// Prometheus exporter on its own port. The agent authenticates nobody: bearers pass through to the
+// daemon, which decides. It sets X-Forwarded-For (the remote address) on everything it forwards, so
+// the daemon can tell a forwarded request from a direct loopback one (process keys are refused).
+//
+//   client ──HTTPS/WSS──► agent :6060 ──┬─ /svc/*, /openapi.json, RFC 9728, WSS ──► svcd REST (TLS, daemon CA)
+//                                       ├─ /auth/* ─────────────────────────────► svc-identity 127.0.0.1:6062
+//                                       └─ / (GET, HEAD) ───────────────────────► packages/web/dist files
+import type { Server as HttpServer, IncomingMessage, ServerResponse } from 'node:http';
+import { Agent as HttpsAgent, createServer as createHttpsServer, type Server } from 'node:https';
+import type { AddressInfo, Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { SvcError } from '@svc/protocol';
+import { createProxyServer } from 'http-proxy-3';
+import type { Limits } from '../../daemon/src/config/config.ts';
+import type { TlsMaterial } from '../../daemon/src/tls/certificates.ts';
+import { ConnectionGuard } from '../../daemon/src/transports/connection-guard.ts';
+import type { AgentMetrics } from './metrics.ts';
+import { routeOf } from './routes.ts';
+import { serveWebFile } from './web-files.ts';
+
+export type Log = (
+  level: 'debug' | 'info' | 'warn' | 'error',
+  message: string,
+  fields?: Record<string, unknown>,
+) => void;
+
+export interface AgentOptions {
+  listenAddress: string;
+  port: number;
+  /** Prometheus exporter port; undefined = off. */
+  metricsPort: number | undefined;
+  tls: TlsMaterial;
+  /** The daemon's REST base URL (SVC_DAEMON_URL). */
+  daemonUrl: string;
+  /** Origin of the built-in issuer (`http://127.0.0.1:6062`), resolved per request; undefined in external mode. */
+  issuerOrigin: (() => Promise<string | undefined>) | undefined;
+  /** The agent's own process key (SVC_PROCESS_KEY): its credential for the daemon's GET /svc/metrics. */
+  processKey: string | undefined;
+  limits: Limits;
+  webRoot: string;
+  log: Log;
+}
+
+export interface RunningAgent {
+  readonly ports: { agent: number; metrics?: number };
+  close(): Promise<void>;
+}
+
+function listen(server: Server | HttpServer, port: number, host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve((server.address() as AddressInfo).port);
+    });
+  });
+}
+
+function sendError(res: ServerResponse, error: SvcError): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const body = JSON.stringify(error.toBody());
+  res.writeHead(error.status, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(body),
+    ...error.headers,
+  });
+  res.end(body);
+}
+
+/** Refuse an upgrade on the raw socket with the registry's error body. */
+function refuseUpgrade(socket: Duplex, error: SvcError): void {
+  const body = JSON.stringify(error.toBody());
+  const reason = error.status === 502 ? 'Bad Gateway' : error.status === 404 ? 'Not Found' : 'Bad Request';
+  if (socket.writable)
+    socket.end(
+      `HTTP/1.1 ${error.status} ${reason}\r\nConnection: close\r\nContent-Type: application/json\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    );
+  else socket.destroy();
+}
+
+/**
+ * The remote address the agent vouches for (any X-Forwarded-For a client sent is replaced, not
+ * extended), and the address the client used, so that svcd's RFC 9728 metadata and challenges name
+ * the agent rather than the daemon's own port.
+ */
+function markForwarded(req: IncomingMessage): void {
+  req.headers['x-forwarded-for'] = req.socket.remoteAddress ?? 'unknown';
+  req.headers['x-forwarded-proto'] = 'https';
+  if (req.headers.host !== undefined) req.headers['x-forwarded-host'] = req.headers.host;
+  else delete req.headers['x-forwarded-host'];
+}
+
+export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
+  const { limits, log } = options;
+  // Counters exist only with the exporter on (nobody could read them otherwise); prom-client is loaded then.
+  const metrics: AgentMetrics | undefined =
+    options.metricsPort === undefined ? undefined : new (await import('./metrics.ts')).AgentMetrics();
+  const guard = new ConnectionGuard(limits);
+
+  // Upstream TLS verifies the daemon's certificate against the daemon's CA (or the system roots when
+  // a configured certificate comes without a CA file). Bounded keep-alive pool.
+  const daemonAgent = new HttpsAgent({
+    keepAlive: true,
+    maxSockets: 256,
+    maxFreeSockets: 32,
+    ...(options.tls.ca === undefined ? {} : { ca: options.tls.ca }),
+  });
+  const daemonProxy = createProxyServer({
+    target: options.daemonUrl,
+    secure: true,
+    agent: daemonAgent,
+    ...(options.tls.ca === undefined ? {} : { ca: options.tls.ca }),
+    proxyTimeout: limits.requestTimeoutMs,
+    connectTimeout: 5_000,
+  });
+  // The issuer sees its own host name (changeOrigin), so its documents name the issuer exactly as
+  // discovery publishes it; redirects to itself are rewritten to the agent's host (https).
+  const issuerProxy = createProxyServer({
+    changeOrigin: true,
+    autoRewrite: true,
+    protocolRewrite: 'https',
+    proxyTimeout: limits.requestTimeoutMs,
+    connectTimeout: 5_000,
+  });
+  for (const [upstream, proxy] of [
+    ['daemon', daemonProxy],
+    ['issuer', issuerProxy],
+  ] as const) {
+    proxy.on('error', (error, req, resOrSocket) => {
+      metrics?.upstreamErrors.inc({ upstream });
+      log('warn', 'upstream request failed', {
+        upstream,
+        method: req.method,
+        error: (error as NodeJS.ErrnoException).code ?? error.message,
+      });
+      const failure = new SvcError(
+        'upstream_unavailable',
+        upstream === 'daemon'
+          ? 'the agent cannot reach svcd; retry when the daemon is back'
+          : 'the agent cannot reach the built-in identity provider; retry when it is back',
+        { cause: error },
+      );
+      if ('writeHead' in resOrSocket) sendError(resOrSocket, failure);
+      else refuseUpgrade(resOrSocket, failure);
+    });
+  }
+
+  const server = createHttpsServer({
+    key: options.tls.key,
+    cert: options.tls.cert,
+    minVersion: 'TLSv1.2',
+    handshakeTimeout: limits.headersTimeoutMs,
+    headersTimeout: limits.headersTimeoutMs,
+    requestTimeout: limits.requestTimeoutMs,
+    keepAliveTimeout: 5_000,
+    maxHeaderSize: 32 * 1024,
+  });
+  server.maxConnections = limits.maxConnections;
+  const sockets = new Set<Socket>();
+  server.on('connection', (socket: Socket) => {
+    const release = guard.admit(socket.remoteAddress ?? 'unknown');
+    if (release === undefined) {
+      log('warn', 'connection refused: too many connections', { remote: socket.remoteAddress });
+      socket.destroy();
+      return;
+    }
+    sockets.add(socket);
+    metrics?.connections.inc();
+    socket.once('close', () => {
+      release();
+      sockets.delete(socket);
+      metrics?.connections.dec();
+    });
+  });
+  server.on('clientError', (error, socket) => {
+    const code = (error as NodeJS.ErrnoException).code;
+    log('debug', 'malformed or timed-out HTTP request', { error: code ?? error.message });
+    const [status, reason] =
+      code === 'HPE_HEADER_OVERFLOW'
+        ? [431, 'Request Header Fields Too Large']
+        : code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? [408, 'Request Timeout']
+          : [400, 'Bad Request'];
+    if (socket.writable)
+      socket.end(`HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+    else socket.destroy();
+  });
+
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    const route = routeOf(req.method ?? 'GET', req.url ?? '/');
+    metrics?.observe(route.to, res);
+    void (async () => {
+      if (route.to === 'refuse') {
+        const code =
+          route.status === 405 ? 'method_not_allowed' : route.status === 400 ? 'bad_request' : 'not_found';
+        throw new SvcError(code, route.message);
+      }
+      if (route.to === 'web') {
+        await serveWebFile(options.webRoot, route.file, req, res);
+        return;
+      }
+      // Bodies are bounded as in the daemon, refused before anything is forwarded.
+      const declared = Number(req.headers['content-length'] ?? 0);
+      if (declared > limits.maxBodyBytes) {
+        req.resume();
+        throw new SvcError('payload_too_large', `request body exceeds ${limits.maxBodyBytes} bytes`);
+      }
+      markForwarded(req);
+      if (route.to === 'daemon') {
+        daemonProxy.web(req, res);
+        return;
+      }
+      const origin = await issuerOrigin();
+      issuerProxy.web(req, res, { target: origin });
+    })().catch((error: unknown) => {
+      sendError(
+        res,
+        error instanceof SvcError ? error : new SvcError('internal', 'internal error', { cause: error }),
+      );
+      if (!(error instanceof SvcError)) log('error', 'request failed', { error: String(error) });
+    });
+  });
+
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    socket.on('error', () => socket.destroy());
+    const route = routeOf('GET', req.url ?? '/');
+    // WSS is the daemon's (any path but /auth, as on the daemon's own port); the offered
+    // sub-protocols, which may carry a bearer, are forwarded untouched and never logged.
+    if (route.to === 'issuer') {
+      refuseUpgrade(socket, new SvcError('not_found', 'no WebSocket endpoint under /auth'));
+      return;
+    }
+    metrics?.requests.inc({ upstream: 'daemon', transport: 'wss', status: 'upgrade' });
+    markForwarded(req);
+    daemonProxy.ws(req, socket, head);
+  });
+
+  async function issuerOrigin(): Promise<string> {
+    if (options.issuerOrigin === undefined)
+      throw new SvcError(
+        'external_identity_provider',
+        'this svc uses an external identity provider (SVC_AUTH_MODE=external): the agent serves no /auth; sign in at the provider named by GET /svc/auth/config',
+      );
+    const origin = await options.issuerOrigin();
+    if (origin === undefined)
+      throw new SvcError(
+        'upstream_unavailable',
+        'the built-in identity provider has not reported its port yet',
+      );
+    return origin;
+  }
+
+  const agentPort = await listen(server, options.port, options.listenAddress);
+  let metricsServer: HttpServer | undefined;
+  let metricsPort: number | undefined;
+  if (options.metricsPort !== undefined && metrics !== undefined) {
+    metricsServer = metrics.createExporter({
+      daemonUrl: options.daemonUrl,
+      ca: options.tls.ca,
+      processKey: options.processKey,
+      limits,
+      log,
+    });
+    metricsPort = await listen(metricsServer, options.metricsPort, options.listenAddress);
+  }
+
+  return {
+    ports: metricsPort === undefined ? { agent: agentPort } : { agent: agentPort, metrics: metricsPort },
+    async close() {
+      const closed = [new Promise<void>((resolve) => server.close(() => resolve()))];
+      if (metricsServer !== undefined) {
+        const m = metricsServer;
+        closed.push(new Promise<void>((resolve) => m.close(() => resolve())));
+        m.closeAllConnections();
+      }
+      for (const socket of sockets) socket.destroy();
+      daemonProxy.close();
+      issuerProxy.close();
+      daemonAgent.destroy();
+      await Promise.all(closed);
+    },
+  };
+}

@@ -1,0 +1,37 @@
+import { describe, expect, it } from 'vitest';
+import { routeOf } from './routes.ts';
+
+describe('routeOf', () => {
+  it('sends the API, its OpenAPI document and RFC 9728 metadata to the daemon', () => {
+    for (const path of ['/svc/app', '/svc/app/a%2Fb/output?position=3', '/svc', '/openapi.json'])
+      expect(routeOf('GET', path)).toEqual({ to: 'daemon' });
+    expect(routeOf('POST', '/.well-known/oauth-protected-resource')).toEqual({ to: 'daemon' });
+    // The daemon refuses dot-segments inside its routes itself; the agent passes the raw path on.
+    expect(routeOf('GET', '/svc/../etc/passwd')).toEqual({ to: 'daemon' });
+  });
+
+  it('sends /auth and everything under it to the issuer, any method', () => {
+    expect(routeOf('POST', '/auth/token')).toEqual({ to: 'issuer' });
+    expect(routeOf('GET', '/auth/.well-known/openid-configuration')).toEqual({ to: 'issuer' });
+    expect(routeOf('GET', '/auth')).toEqual({ to: 'issuer' });
+    expect(routeOf('GET', '/authx')).toEqual({ to: 'web', file: 'authx' });
+    expect(routeOf('GET', '/svcx')).toEqual({ to: 'web', file: 'svcx' });
+  });
+
+  it('maps web UI paths to plain relative file names only', () => {
+    expect(routeOf('GET', '/')).toEqual({ to: 'web', file: 'index.html' });
+    expect(routeOf('HEAD', '/assets/app-1.js?v=2')).toEqual({ to: 'web', file: 'assets/app-1.js' });
+    for (const path of [
+      '/../etc/passwd',
+      '/assets/../../x',
+      '/%2e%2e/x',
+      '/a%2Fb',
+      '/.env',
+      '//etc/passwd',
+      '/assets/',
+      '/a\\..\\b',
+    ])
+      expect(routeOf('GET', path)).toMatchObject({ to: 'refuse', status: 404 });
+    expect(routeOf('POST', '/index.html')).toMatchObject({ to: 'refuse', status: 405 });
+  });
+});
