@@ -165,8 +165,9 @@ describe('/auth through the agent (builtin mode)', () => {
       const served = await via.call('GET', new URL(page).pathname);
       expect(served.status).toBe(200);
       expect(served.contentType).toContain('text/html');
-      live.child.kill('SIGKILL'); // (the CLI keeps polling through SIGTERM; not what this test is about)
-      await live.exited;
+      // SIGTERM ends the device-code polling at once: exit 130 (interrupted), no session written.
+      live.child.kill('SIGTERM');
+      expect(await live.exited).toBe(130);
     } finally {
       await user.cleanup();
     }

@@ -177,6 +177,8 @@ export interface LoginOptions {
   password?: (() => Promise<string>) | undefined;
   /** Print the browser URL but do not start a browser. */
   openBrowser: boolean;
+  /** Ends a wait for the browser or the device code (SIGINT/SIGTERM) with the signal's reason. */
+  signal?: AbortSignal | undefined;
 }
 
 export async function login(api: Api, ui: Ui, options: LoginOptions): Promise<Session> {
@@ -220,13 +222,21 @@ export async function login(api: Api, ui: Ui, options: LoginOptions): Promise<Se
     if (device.verification_uri_complete !== undefined)
       ui.info(`(or open ${routed(device.verification_uri_complete)})`);
     const tokens = await ui
-      .spin('Waiting for the sign-in in the browser', () => oidc.pollDeviceAuthorizationGrant(oauth, device))
+      .spin('Waiting for the sign-in in the browser', () =>
+        oidc.pollDeviceAuthorizationGrant(
+          oauth,
+          device,
+          undefined,
+          options.signal === undefined ? {} : { signal: options.signal },
+        ),
+      )
       .catch((error: unknown) => {
+        if (options.signal?.aborted === true) throw options.signal.reason;
         throw oauthFailure(error, 'device sign-in');
       });
     session = sessionOf(api.server, issuer, 'device_code', tokens);
   } else {
-    const tokens = await browserLogin(oauth, ui, options.openBrowser);
+    const tokens = await browserLogin(oauth, ui, options.openBrowser, options.signal);
     session = sessionOf(api.server, issuer, 'authorization_code', tokens);
   }
   writeSession(session);
@@ -239,6 +249,7 @@ async function browserLogin(
   oauth: oidc.Configuration,
   ui: Ui,
   openBrowser: boolean,
+  signal: AbortSignal | undefined,
 ): Promise<oidc.TokenEndpointResponse> {
   const verifier = oidc.randomPKCECodeVerifier();
   const challenge = await oidc.calculatePKCECodeChallenge(verifier);
@@ -283,10 +294,14 @@ async function browserLogin(
     () => settle!.reject(new CliError('no sign-in within 5 minutes', EXIT.auth, 'run `svc login` again')),
     CALLBACK_TIMEOUT_MS,
   );
+  const onAbort = (): void => settle!.reject(signal?.reason);
+  signal?.addEventListener('abort', onAbort, { once: true });
+  if (signal?.aborted === true) onAbort();
   try {
     return await ui.spin('Waiting for the browser', () => done);
   } finally {
     clearTimeout(timer);
+    signal?.removeEventListener('abort', onAbort);
     server.closeAllConnections();
     server.close();
   }

@@ -258,7 +258,7 @@ async function dispatch(argv: string[], ui: Ui, signal: AbortSignal): Promise<nu
 
   switch (name) {
     case 'login':
-      return loginCommand(api, ui, values);
+      return loginCommand(api, ui, values, signal);
     case 'logout': {
       const removed = removeSession();
       ui.info(removed ? `Signed out (removed ${sessionPath()}).` : 'Not signed in.');
@@ -314,7 +314,7 @@ async function dispatch(argv: string[], ui: Ui, signal: AbortSignal): Promise<nu
   throw new CliError(`unknown command "${name}"`, EXIT.usage);
 }
 
-async function loginCommand(api: Api, ui: Ui, values: commands.Values): Promise<number> {
+async function loginCommand(api: Api, ui: Ui, values: commands.Values, signal: AbortSignal): Promise<number> {
   const wantsPassword =
     values['password'] === true || values['password-stdin'] === true || values['username'] !== undefined;
   if (values['browser'] === true && values['device'] === true)
@@ -347,6 +347,7 @@ async function loginCommand(api: Api, ui: Ui, values: commands.Values): Promise<
     username,
     password,
     openBrowser: values['no-browser'] !== true,
+    signal,
   });
   const self = await apiForSession(session, values, ui)
     .call('GET', '/svc/self')
