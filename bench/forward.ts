@@ -5,27 +5,9 @@
 // gateway's CPU use on the same cores.
 import { startTestDaemon, startTestIssuer, tcpClient, type PersistentClient } from '@svc/testkit';
 import { latencyRow, type Benchmark, type Figure, type Row } from './lib/report.ts';
-import { log, now, onCleanup, sequential, summarize } from './lib/util.ts';
+import { closedLoop, log, onCleanup, sequential, summarize } from './lib/util.ts';
 
 type Call = () => Promise<void>;
-
-/** `inFlight` callers back to back for `ms`: requests/s and every call's latency (ms). */
-async function loaded(call: Call, inFlight: number, ms: number): Promise<{ rps: number; samples: number[] }> {
-  await Promise.all(Array.from({ length: inFlight }, () => call())); // warm-up
-  const samples: number[] = [];
-  const t0 = now();
-  const deadline = t0 + ms;
-  await Promise.all(
-    Array.from({ length: inFlight }, async () => {
-      while (now() < deadline) {
-        const start = now();
-        await call();
-        samples.push(now() - start);
-      }
-    }),
-  );
-  return { rps: samples.length / ((now() - t0) / 1000), samples };
-}
 
 export const forwardBenchmark: Benchmark = {
   name: 'forward',
@@ -76,14 +58,14 @@ export const forwardBenchmark: Benchmark = {
         log(`forward: ${subject.name}`);
         const one = await subject.open();
         latency1.push(latencyRow(subject.name, summarize(await sequential(one, count, 30_000))));
-        const single = await loaded(one, 1, seconds * 1000);
-        rps.push({ subject: subject.name, group: '1 caller', value: single.rps, note: '1 in flight' });
-        const many = await loaded(await subject.open(), 64, seconds * 1000);
+        const single = await closedLoop(one, 1, seconds * 1000);
+        rps.push({ subject: subject.name, group: '1 caller', value: single.rate, note: '1 in flight' });
+        const many = await closedLoop(await subject.open(), 64, seconds * 1000);
         latency64.push(latencyRow(subject.name, summarize(many.samples)));
         rps.push({
           subject: subject.name,
           group: '64 callers',
-          value: many.rps,
+          value: many.rate,
           note: '64 in flight, 1 connection',
         });
       }

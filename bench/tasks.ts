@@ -11,34 +11,12 @@ import { join } from 'node:path';
 import { tcpClient } from '@svc/testkit';
 import { keepAliveRest, ok } from './lib/rest.ts';
 import { latencyRow, type Benchmark, type Figure, type Row } from './lib/report.ts';
-import { killGroup, log, now, onCleanup, sequential, summarize } from './lib/util.ts';
+import { closedLoop, killGroup, log, onCleanup, sequential, summarize } from './lib/util.ts';
 import { startSvc } from './managers/svc.ts';
 import { commandLine } from './managers/types.ts';
 
 const WORKER = join(import.meta.dirname, 'lib/task-worker.ts');
 type Call = () => Promise<void>;
-
-/** `inFlight` loops issuing calls back to back for `ms`: tasks/s and per-call latencies. */
-async function parallel(
-  call: Call,
-  inFlight: number,
-  ms: number,
-): Promise<{ rate: number; samples: number[] }> {
-  await Promise.all(Array.from({ length: inFlight }, () => call()));
-  const samples: number[] = [];
-  const t0 = now();
-  const deadline = t0 + ms;
-  await Promise.all(
-    Array.from({ length: inFlight }, async () => {
-      while (now() < deadline) {
-        const t = now();
-        await call();
-        samples.push(now() - t);
-      }
-    }),
-  );
-  return { rate: samples.length / ((now() - t0) / 1000), samples };
-}
 
 function check(status: number, body: Buffer | Uint8Array, expected: string | undefined, what: string): void {
   if (status !== 200)
@@ -154,7 +132,7 @@ export const tasksBenchmark: Benchmark = {
           [`svc ${v.name}`, v.svc],
           [v.floor, v.bare],
         ] as const) {
-          const p = await parallel(await make(inFlight), inFlight, ms);
+          const p = await closedLoop(await make(inFlight), inFlight, ms);
           const s = summarize(p.samples);
           rates.push({
             subject,

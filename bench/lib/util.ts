@@ -149,3 +149,28 @@ export async function sequential(call: () => Promise<void>, count: number, maxMs
   }
   return samples;
 }
+
+/**
+ * `inFlight` loops issuing calls back to back for `ms` (after one warm-up call each): completed
+ * calls per second and every call's latency (ms).
+ */
+export async function closedLoop(
+  call: () => Promise<void>,
+  inFlight: number,
+  ms: number,
+): Promise<{ rate: number; samples: number[] }> {
+  await Promise.all(Array.from({ length: inFlight }, () => call()));
+  const samples: number[] = [];
+  const t0 = now();
+  const deadline = t0 + ms;
+  await Promise.all(
+    Array.from({ length: inFlight }, async () => {
+      while (now() < deadline) {
+        const start = now();
+        await call();
+        samples.push(now() - start);
+      }
+    }),
+  );
+  return { rate: samples.length / ((now() - t0) / 1000), samples };
+}

@@ -8,7 +8,7 @@
 //                                       ├─ /auth/* ─────────────────────────────► svc-identity 127.0.0.1:6062
 //                                       └─ / (GET, HEAD) ───────────────────────► packages/web/dist files
 import type { Server as HttpServer, IncomingMessage, ServerResponse } from 'node:http';
-import { Agent as HttpsAgent, createServer as createHttpsServer, type Server } from 'node:https';
+import { Agent as HttpsAgent, type Server } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { SvcError } from '@svc/protocol';
@@ -16,6 +16,7 @@ import { createProxyServer } from 'http-proxy-3';
 import type { Limits } from '../../daemon/src/config/config.ts';
 import type { TlsMaterial } from '../../daemon/src/tls/certificates.ts';
 import { ConnectionGuard } from '../../daemon/src/transports/connection-guard.ts';
+import { createBoundedHttpsServer } from '../../daemon/src/transports/rest-transport.ts';
 import type { AgentMetrics } from './metrics.ts';
 import { routeOf } from './routes.ts';
 import { serveWebFile } from './web-files.ts';
@@ -151,17 +152,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     });
   }
 
-  const server = createHttpsServer({
-    key: options.tls.key,
-    cert: options.tls.cert,
-    minVersion: 'TLSv1.2',
-    handshakeTimeout: limits.headersTimeoutMs,
-    headersTimeout: limits.headersTimeoutMs,
-    requestTimeout: limits.requestTimeoutMs,
-    keepAliveTimeout: 5_000,
-    maxHeaderSize: 32 * 1024,
-  });
-  server.maxConnections = limits.maxConnections;
+  const server = createBoundedHttpsServer(options.tls, limits);
   const sockets = new Set<Socket>();
   server.on('connection', (socket: Socket) => {
     const release = guard.admit(socket.remoteAddress ?? 'unknown');

@@ -23,11 +23,14 @@ export interface RestTransportOptions {
 
 const METHODS = new Set(['GET', 'PUT', 'POST', 'DELETE']);
 
-export function createRestServer(options: RestTransportOptions): Server {
-  const { dispatch, limits, guard, logger } = options;
+/**
+ * An HTTPS server with svc's TLS floor and the configured bounds (slow headers, slow bodies, header
+ * size, connection count): the daemon's REST port and svc-agent's front door alike.
+ */
+export function createBoundedHttpsServer(tls: TlsMaterial, limits: Limits): Server {
   const server = createServer({
-    key: options.tls.key,
-    cert: options.tls.cert,
+    key: tls.key,
+    cert: tls.cert,
     minVersion: 'TLSv1.2',
     handshakeTimeout: limits.headersTimeoutMs,
     headersTimeout: limits.headersTimeoutMs,
@@ -36,6 +39,12 @@ export function createRestServer(options: RestTransportOptions): Server {
     maxHeaderSize: 32 * 1024,
   });
   server.maxConnections = limits.maxConnections;
+  return server;
+}
+
+export function createRestServer(options: RestTransportOptions): Server {
+  const { dispatch, limits, guard, logger } = options;
+  const server = createBoundedHttpsServer(options.tls, limits);
 
   server.on('connection', (socket: Socket) => {
     const release = guard.admit(socket.remoteAddress ?? 'unknown');
