@@ -1,11 +1,10 @@
 // Helpers of the agent tests: the process key of a managed process (read from its environment, as
 // only its own user can), raw WSS upgrades with chosen sub-protocols and headers, raw TLS requests.
 import { readFile } from 'node:fs/promises';
-import type { IncomingMessage } from 'node:http';
 import { connect } from 'node:tls';
-import { WebSocket } from 'ws';
+import type { WebSocket } from 'ws';
 import { decodeResponse, encodeRequest } from '@svc/protocol';
-import type { TestDaemon } from '@svc/testkit';
+import { openWebSocket, type TestDaemon } from '@svc/testkit';
 import { waitFor } from '../../daemon/test/helpers/wait-for.ts';
 
 export { waitFor };
@@ -28,38 +27,8 @@ export async function processOf(daemon: TestDaemon, app: string): Promise<{ pid:
   return { pid, key: entry.slice('SVC_PROCESS_KEY='.length) };
 }
 
-export interface Upgraded {
-  ws: WebSocket;
-  selected: string | undefined;
-}
-
-/** A WSS connection offering `protocols`; rejects with `{status, body}` when the upgrade is refused. */
-export function openWs(
-  baseUrl: string,
-  ca: string,
-  protocols: string[],
-  headers: Record<string, string> = {},
-): Promise<Upgraded> {
-  const ws = new WebSocket(baseUrl.replace(/^https:/, 'wss:'), protocols, { ca, headers });
-  return new Promise((resolve, reject) => {
-    let selected: string | undefined;
-    ws.once('upgrade', (res: IncomingMessage) => {
-      selected = res.headers['sec-websocket-protocol'];
-    });
-    ws.once('open', () => resolve({ ws, selected }));
-    ws.once('error', reject);
-    ws.once('unexpected-response', (_req, res: IncomingMessage) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (body += chunk));
-      res.on('end', () =>
-        reject(
-          Object.assign(new Error(`upgrade refused: ${res.statusCode}`), { status: res.statusCode, body }),
-        ),
-      );
-    });
-  });
-}
+/** A WSS connection offering `protocols` (testkit `openWebSocket`); rejects with `{status, body}`. */
+export const openWs = openWebSocket;
 
 /** One request over an open WSS connection; its response (pushes are collected in `pushes`). */
 export function wsCall(

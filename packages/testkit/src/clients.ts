@@ -1,6 +1,7 @@
 // Minimal raw clients for tests: HTTPS REST, TLS TCP (framed msgpack) and WSS (sub-protocol svc-ws).
 // They speak the wire exactly and add nothing, so tests see what a real client library would.
 import { randomUUID } from 'node:crypto';
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { connect, type TLSSocket } from 'node:tls';
 import { WebSocket } from 'ws';
@@ -238,4 +239,45 @@ export async function wsClient(
       await closed;
     },
   };
+}
+
+/** A WSS connection that completed its upgrade, with the sub-protocol the server selected. */
+export interface UpgradedWebSocket {
+  ws: WebSocket;
+  selected: string | undefined;
+}
+
+/**
+ * Opens a raw WSS connection to `baseUrl` (https: or wss:) offering `protocols`, for tests of the
+ * upgrade itself. A refused upgrade rejects with an Error naming the status, carrying `status`,
+ * `headers` and the response `body`.
+ */
+export function openWebSocket(
+  baseUrl: string,
+  ca: string,
+  protocols: string[],
+  headers: Record<string, string> = {},
+): Promise<UpgradedWebSocket> {
+  const ws = new WebSocket(baseUrl.replace(/^https:/, 'wss:'), protocols, { ca, headers });
+  return new Promise((resolve, reject) => {
+    let selected: string | undefined;
+    ws.once('upgrade', (res: IncomingMessage) => {
+      selected = res.headers['sec-websocket-protocol'];
+    });
+    ws.once('open', () => resolve({ ws, selected }));
+    ws.once('error', reject);
+    ws.once('unexpected-response', (_req, res: IncomingMessage) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (body += chunk));
+      res.on('end', () => {
+        const refusal: { status: number | undefined; headers: IncomingHttpHeaders; body: string } = {
+          status: res.statusCode,
+          headers: res.headers,
+          body,
+        };
+        reject(Object.assign(new Error(`upgrade refused: ${res.statusCode}`), refusal));
+      });
+    });
+  });
 }

@@ -13,6 +13,6 @@ export {
   testSeed,
   throwsOnly,
 } from './fuzz.ts';
-export { restClient, tcpClient, wsClient } from './clients.ts';
-export type { ApiClient, CallOptions, CallResult, PersistentClient } from './clients.ts';
+export { openWebSocket, restClient, tcpClient, wsClient } from './clients.ts';
+export type { ApiClient, CallOptions, CallResult, PersistentClient, UpgradedWebSocket } from './clients.ts';
 export { hostileAppBody, hostileValue, hostileYaml, validAppBody, validName } from './arbitraries.ts';

@@ -1,13 +1,18 @@
 // The bearer offered at WSS upgrade as a sub-protocol entry `svc-bearer.<token>` next to `svc-ws`
 // (browsers cannot set an Authorization header on a WebSocket): verified like the header, pins the
 // principal, the server selects only `svc-ws`, and the token is never echoed or logged.
-import type { IncomingMessage } from 'node:http';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { WebSocket } from 'ws';
+import type { WebSocket } from 'ws';
 import { decodeResponse, encodeRequest } from '@svc/protocol';
-import { startTestDaemon, TEST_PRINCIPALS, type TestDaemon } from '@svc/testkit';
+import {
+  openWebSocket,
+  startTestDaemon,
+  TEST_PRINCIPALS,
+  type TestDaemon,
+  type UpgradedWebSocket,
+} from '@svc/testkit';
 
 let daemon: TestDaemon;
 let admin: string;
@@ -22,31 +27,11 @@ afterAll(async () => {
   await daemon?.close();
 });
 
-interface Upgraded {
-  ws: WebSocket;
-  selected: string | undefined;
-}
-
 /** Opens a WSS connection offering `protocols`; resolves with the socket or rejects with the refusal. */
-function open(protocols: string[], headers: Record<string, string> = {}): Promise<Upgraded> {
-  const ws = new WebSocket(daemon.restUrl.replace(/^https:/, 'wss:'), protocols, { ca: daemon.ca, headers });
-  sockets.push(ws);
-  return new Promise((resolve, reject) => {
-    let selected: string | undefined;
-    ws.once('upgrade', (res: IncomingMessage) => {
-      selected = res.headers['sec-websocket-protocol'];
-    });
-    ws.once('open', () => resolve({ ws, selected }));
-    ws.once('error', reject);
-    ws.once('unexpected-response', (_req, res: IncomingMessage) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (body += chunk));
-      res.on('end', () =>
-        reject(Object.assign(new Error(`upgrade refused: ${res.statusCode}`), { res, body })),
-      );
-    });
-  });
+async function open(protocols: string[], headers: Record<string, string> = {}): Promise<UpgradedWebSocket> {
+  const upgraded = await openWebSocket(daemon.restUrl, daemon.ca, protocols, headers);
+  sockets.push(upgraded.ws);
+  return upgraded;
 }
 
 async function call(
@@ -111,11 +96,11 @@ describe('WSS bearer as sub-protocol svc-bearer.<token>', () => {
     const bad = 'not-a-valid-token-7f3a9c';
     const error = (await open(['svc-ws', `svc-bearer.${bad}`]).catch((e: unknown) => e)) as {
       message: string;
-      res: IncomingMessage;
+      headers: Record<string, unknown>;
       body: string;
     };
     expect(error.message).toMatch(/401/);
-    expect(JSON.stringify(error.res.headers)).not.toContain(bad);
+    expect(JSON.stringify(error.headers)).not.toContain(bad);
     expect(error.body).not.toContain(bad);
     // An empty bearer entry is a bad bearer too.
     await expect(open(['svc-ws', 'svc-bearer.'])).rejects.toThrow(/401/);
