@@ -32,4 +32,5 @@ if [ -n "${SVC_ADMIN_PASSWORD_FILE:-}" ] && [ ! -r "$SVC_ADMIN_PASSWORD_FILE" ];
 fi
 
 if [ "$#" -gt 0 ]; then exec "$@"; fi
-exec node "$SVC_HOME/packages/daemon/bin/svcd.js"
+# The launcher's shebang flags do not apply to `node <launcher>`: pass them here.
+exec node --max-semi-space-size=1 "$SVC_HOME/packages/daemon/bin/svcd.js"
