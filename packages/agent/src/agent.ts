@@ -18,7 +18,7 @@ import type { TlsMaterial } from '../../daemon/src/tls/certificates.ts';
 import { ConnectionGuard } from '../../daemon/src/transports/connection-guard.ts';
 import { createBoundedHttpsServer } from '../../daemon/src/transports/rest-transport.ts';
 import type { AgentMetrics } from './metrics.ts';
-import { routeOf } from './routes.ts';
+import { issuerLocation, routeOf } from './routes.ts';
 import { serveWebFile } from './web-files.ts';
 
 export type Log = (
@@ -121,14 +121,21 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     connectTimeout: 5_000,
   });
   // The issuer sees its own host name (changeOrigin), so its documents name the issuer exactly as
-  // discovery publishes it; redirects to itself are rewritten to the agent's host (https).
+  // discovery publishes it; its redirects to itself (any 3xx, including the 303 after the login
+  // form, which the library's own rewrite skips) are moved to the agent's origin (issuerLocation).
   const issuerProxy = createProxyServer({
     changeOrigin: true,
-    autoRewrite: true,
-    protocolRewrite: 'https',
     proxyTimeout: limits.requestTimeoutMs,
     connectTimeout: 5_000,
   });
+  issuerProxy.on('proxyRes', (proxyRes, req) => {
+    const location = proxyRes.headers.location;
+    const origin = issuerOrigins.get(req);
+    if (typeof location === 'string' && origin !== undefined)
+      proxyRes.headers.location = issuerLocation(location, origin, req.headers.host);
+  });
+  /** The issuer origin each in-flight /auth request was sent to. */
+  const issuerOrigins = new WeakMap<IncomingMessage, string>();
   for (const [upstream, proxy] of [
     ['daemon', daemonProxy],
     ['issuer', issuerProxy],
@@ -208,6 +215,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
         return;
       }
       const origin = await issuerOrigin();
+      issuerOrigins.set(req, origin);
       issuerProxy.web(req, res, { target: origin });
     })().catch((error: unknown) => {
       sendError(

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { routeOf } from './routes.ts';
+import { issuerLocation, routeOf } from './routes.ts';
 
 describe('routeOf', () => {
   it('sends the API, its OpenAPI document and RFC 9728 metadata to the daemon', () => {
@@ -33,5 +33,30 @@ describe('routeOf', () => {
     ])
       expect(routeOf('GET', path)).toMatchObject({ to: 'refuse', status: 404 });
     expect(routeOf('POST', '/index.html')).toMatchObject({ to: 'refuse', status: 405 });
+  });
+});
+
+describe('issuerLocation', () => {
+  const issuer = 'http://127.0.0.1:6062';
+  it('moves a redirect to the loopback issuer onto the agent origin the client used', () => {
+    expect(issuerLocation('http://127.0.0.1:6062/auth/auth/abc?x=1', issuer, 'svc.example:6060')).toBe(
+      'https://svc.example:6060/auth/auth/abc?x=1',
+    );
+    expect(issuerLocation('/auth/interaction/abc', issuer, '[::1]:6060')).toBe(
+      'https://[::1]:6060/auth/interaction/abc',
+    );
+  });
+  it("leaves other origins alone: the client's redirect_uri, another site, another port", () => {
+    for (const other of [
+      'http://127.0.0.1:49152/callback?code=c&state=s',
+      'https://evil.example/auth',
+      'http://127.0.0.1:6063/healthz',
+    ])
+      expect(issuerLocation(other, issuer, 'svc.example:6060')).toBe(other);
+  });
+  it('leaves the location alone for a missing or hostile Host header', () => {
+    const location = 'http://127.0.0.1:6062/auth/auth/abc';
+    for (const host of [undefined, '', 'evil.example/path', 'a b', 'evil.example@x', 'x'.repeat(300)])
+      expect(issuerLocation(location, issuer, host)).toBe(location);
   });
 });

@@ -27,3 +27,25 @@ export function routeOf(method: string, rawPath: string): Route {
     return { to: 'refuse', status: 404, message: `no web UI file at ${JSON.stringify(path.slice(0, 200))}` };
   return { to: 'web', file: segments.join('/') };
 }
+
+/** A Host header value the agent may echo into a URL: a name or an IP literal, and a port. */
+const HOST = /^(?:[A-Za-z0-9.-]{1,253}|\[[0-9A-Fa-f:.]{2,45}\])(?::\d{1,5})?$/;
+
+/**
+ * The `Location` the browser should follow for a redirect of the built-in issuer. The issuer names
+ * its own loopback origin (for example the 303 that resumes an authorization after the login form),
+ * which a remote browser cannot reach: a location on `issuerOrigin` is moved to the agent's origin
+ * as the client addressed it (`https://<host>`), path and query unchanged. Anything else (the
+ * client's redirect_uri, another site) and an unusable Host are left as they are.
+ */
+export function issuerLocation(location: string, issuerOrigin: string, host: string | undefined): string {
+  if (host === undefined || !HOST.test(host)) return location;
+  let url: URL;
+  try {
+    url = new URL(location, `${issuerOrigin}/`);
+  } catch {
+    return location;
+  }
+  if (url.origin !== issuerOrigin) return location;
+  return `https://${host}${url.pathname}${url.search}${url.hash}`;
+}

@@ -2,10 +2,19 @@
 // (discovery, JWKS, token endpoint: password and client-credentials grants), so the issuer port never
 // needs to be reachable remotely; `svc login --password` against the agent signs in through it, the
 // issuer it validates stays the one discovery publishes, and svc commands then work through the agent.
-import { readFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { restClient, startTestDaemon, type ApiClient, type TestDaemon } from '@svc/testkit';
+import { chromium } from 'playwright-core';
+import {
+  CHROMIUM_EXECUTABLE,
+  CHROMIUM_FLAGS,
+  restClient,
+  startTestDaemon,
+  type ApiClient,
+  type TestDaemon,
+} from '@svc/testkit';
 import { svcEnv, type SvcEnv } from '../../cli/test/helpers.ts';
 import { waitFor } from './helpers.ts';
 
@@ -169,6 +178,54 @@ describe('/auth through the agent (builtin mode)', () => {
       live.child.kill('SIGTERM');
       expect(await live.exited).toBe(130);
     } finally {
+      await user.cleanup();
+    }
+  });
+  it('browser sign-in (PKCE) through the agent in a real Chromium: every issuer page comes through {agent}/auth', async () => {
+    const user = await svcEnv({ SVC_HOME: daemon.home });
+    const profile = await mkdtemp(join(tmpdir(), 'svc-agent-chromium-'));
+    const browser = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM_EXECUTABLE,
+      headless: true,
+      args: [...CHROMIUM_FLAGS],
+      ignoreHTTPSErrors: true, // the agent's certificate is from the daemon's own CA (not the point here)
+    });
+    try {
+      const login = user.spawn(['-H', agentUrl, 'login', '--no-browser'], { env: { DISPLAY: ':99' } });
+      const url = (await login.waitFor(/browser to sign in:\n\s+(\S+)\n/, 'stderr'))[1]!;
+      expect(url.startsWith(`${agentUrl}/auth/`), url).toBe(true);
+      const redirect = new URL(url).searchParams.get('redirect_uri')!;
+      const issuerOrigin = new URL(issuer).origin;
+      const visited: string[] = [];
+      const page = await browser.newPage();
+      page.on('request', (request) => visited.push(request.url()));
+      await page.goto(url);
+      await page.fill('input[name="username"]', 'admin@svc.local');
+      await page.fill('input[name="password"]', await secret('initial-admin-credentials', 'password'));
+      await Promise.all([
+        page.waitForURL((u) => !u.pathname.endsWith('/login')),
+        page.click('[type="submit"]'),
+      ]);
+      // The consent page (first sign-in of this client), then the loopback callback of the CLI.
+      if (!page.url().startsWith(redirect)) await page.click('[type="submit"]');
+      await page.waitForURL((u) => u.href.startsWith(redirect));
+      expect(await page.textContent('body')).toContain('Signed in');
+      expect(await login.exited).toBe(0);
+
+      // The browser never needed the loopback issuer: everything before the callback was the agent's.
+      const beforeCallback = visited.filter((u) => !u.startsWith(redirect));
+      expect(beforeCallback.length).toBeGreaterThan(0);
+      for (const u of beforeCallback) expect(u.startsWith(`${agentUrl}/auth/`), u).toBe(true);
+      expect(visited.some((u) => u.startsWith(issuerOrigin))).toBe(false);
+      const stored = JSON.parse(await readFile(join(user.configDir, 'session.json'), 'utf8')) as {
+        grant: string;
+        issuer: string;
+        server: string;
+      };
+      expect(stored).toMatchObject({ grant: 'authorization_code', issuer, server: agentUrl });
+    } finally {
+      await browser.close();
+      await rm(profile, { recursive: true, force: true });
       await user.cleanup();
     }
   });

@@ -223,12 +223,27 @@ export async function login(api: Api, ui: Ui, options: LoginOptions): Promise<Se
       ui.info(`(or open ${routed(device.verification_uri_complete)})`);
     const tokens = await ui
       .spin('Waiting for the sign-in in the browser', () =>
-        oidc.pollDeviceAuthorizationGrant(
-          oauth,
-          device,
-          undefined,
-          options.signal === undefined ? {} : { signal: options.signal },
-        ),
+        Promise.race([
+          oidc.pollDeviceAuthorizationGrant(
+            oauth,
+            device,
+            undefined,
+            options.signal === undefined ? {} : { signal: options.signal },
+          ),
+          // The library notices the signal only at its next poll (seconds apart).
+          new Promise<never>((_resolve, reject) =>
+            options.signal?.addEventListener(
+              'abort',
+              () =>
+                reject(
+                  options.signal?.reason instanceof Error
+                    ? options.signal.reason
+                    : new CliError('interrupted', EXIT.interrupted),
+                ),
+              { once: true },
+            ),
+          ),
+        ]),
       )
       .catch((error: unknown) => {
         if (options.signal?.aborted === true) throw options.signal.reason;

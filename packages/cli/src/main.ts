@@ -182,7 +182,11 @@ export async function main(argv: string[]): Promise<number> {
   try {
     return await dispatch(argv, ui, controller.signal);
   } catch (error) {
-    return report(error);
+    const code = report(error);
+    // Interrupted: exit now rather than when a library's pending timer (the device-code poll
+    // interval) lets the event loop drain.
+    if (controller.signal.aborted) process.exit(code);
+    return code;
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);

@@ -15,17 +15,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { utf8ByteLength } from '@svc/protocol';
 import type * as BrowserEntry from '../src/browser.ts';
-import { startTestDaemon, TEST_PRINCIPALS, type TestDaemon } from '@svc/testkit';
+import {
+  CHROMIUM_EXECUTABLE,
+  CHROMIUM_FLAGS,
+  startTestDaemon,
+  TEST_PRINCIPALS,
+  type TestDaemon,
+} from '@svc/testkit';
 
 const REPO_ROOT = resolve(import.meta.dirname, '../../..');
-const CHROMIUM_FLAGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 
 let daemon: TestDaemon;
 let admin: string;
@@ -92,7 +90,7 @@ beforeAll(async () => {
 
   profileDir = await mkdtemp(join(tmpdir(), 'svc-client-chromium-'));
   browser = await chromium.launchPersistentContext(profileDir, {
-    executablePath: '/usr/bin/chromium',
+    executablePath: CHROMIUM_EXECUTABLE,
     headless: true,
     args: [...CHROMIUM_FLAGS, `--ignore-certificate-errors-spki-list=${await daemonSpkiHash()}`],
   });

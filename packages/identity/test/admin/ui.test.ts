@@ -8,18 +8,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type BrowserContext } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CHROMIUM_EXECUTABLE, CHROMIUM_FLAGS } from '@svc/testkit';
 import { createAdminClient } from '../../src/admin/grpc-client.ts';
 import { startAdminUi, type AdminUi } from '../../src/admin/ui/server.ts';
 import { startAdminFixture, type AdminFixture } from './fixture.ts';
-
-const CHROMIUM_FLAGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 
 let fixture: AdminFixture;
 let ui: AdminUi;
@@ -35,9 +27,9 @@ beforeAll(async () => {
   profileDir = await mkdtemp(join(tmpdir(), 'svc-admin-chromium-'));
   shotsDir = await mkdtemp(join(tmpdir(), 'svc-admin-shots-'));
   browser = await chromium.launchPersistentContext(profileDir, {
-    executablePath: '/usr/bin/chromium',
+    executablePath: CHROMIUM_EXECUTABLE,
     headless: true,
-    args: CHROMIUM_FLAGS,
+    args: [...CHROMIUM_FLAGS],
   });
   // Another origin (another port) whose page posts a form to the UI, as a malicious site would.
   attacker = createServer((_request, response) => {
