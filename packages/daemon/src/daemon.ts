@@ -145,7 +145,15 @@ export async function startDaemon(
   const gate = async (request: ApiRequest): Promise<ApiResponse> => (await ready)(request);
 
   const rest = createRestServer({ tls, dispatch: gate, limits: config.limits, guard, logger });
-  attachWsTransport(rest, { dispatch: gate, auth, limits: config.limits, logger });
+  // Set once the supervisor is up (below); until then frames still meet the dispatcher's check.
+  const upgradeTarget: { check?: (header: string) => void } = {};
+  attachWsTransport(rest, {
+    dispatch: gate,
+    auth,
+    limits: config.limits,
+    logger,
+    checkTargetHost: (header) => upgradeTarget.check?.(header),
+  });
   const tcp = createTcpServer({ tls, dispatch: gate, limits: config.limits, guard, logger });
   // Every accepted socket of both listeners (HTTP, upgraded WSS, TCP), so that close() can end them:
   // server.close() alone waits for persistent clients to hang up, which they never do.
@@ -221,6 +229,7 @@ export async function startDaemon(
   };
   const router = new Router(operations);
   const forwarder = await createForwarder({ config, tls, tcpPort: () => tcpPort, logger });
+  upgradeTarget.check = (header) => forwarder.checkUpgradeTarget(header);
   const dispatcher = createDispatcher({ router, services, auth, logger, forwarder });
   // A 401 through svc-agent names the agent's resource metadata URL (the one the client can reach);
   // the dispatcher builds the challenge with the daemon's own URL, replaced here for forwarded requests.

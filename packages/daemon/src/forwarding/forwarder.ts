@@ -5,7 +5,13 @@ import type { SvcError, Response as WireResponse } from '@svc/protocol';
 import type { Principal } from '../auth/principal.ts';
 import type { ApiRequest, ApiResponse } from '../api/types.ts';
 import type { Logger } from '../log/logger.ts';
-import { decideForward, forwardedRequest, fromWireResponse, type RouteInfo } from './gateway.ts';
+import {
+  checkUpgradeTarget,
+  decideForward,
+  forwardedRequest,
+  fromWireResponse,
+  type RouteInfo,
+} from './gateway.ts';
 import { LinkPool } from './link-pool.ts';
 import { SessionRoutes } from './session-routes.ts';
 import type { AllowedTargets, ResolvedTarget, SelfIdentity } from './targets.ts';
@@ -95,6 +101,11 @@ export class Forwarder {
         ? await this.#sessions.send(connection, decision.target, wire, decision.subscription)
         : await this.#pool.send(decision.target, principal?.id ?? '', wire);
     return fromWireResponse(answer);
+  }
+
+  /** A WSS upgrade's X-Target-Host (its frames' default target): throws SvcError unless allowed. */
+  checkUpgradeTarget(header: string): void {
+    checkUpgradeTarget(header, this.#options.targets, this.#options.self);
   }
 
   close(): void {

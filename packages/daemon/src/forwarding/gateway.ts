@@ -23,6 +23,7 @@ import {
   type ForwardTargetProvider,
   type ResolvedTarget,
   type SelfIdentity,
+  type TargetAddress,
 } from './targets.ts';
 
 export const TARGET_HOST_HEADER = 'x-target-host';
@@ -62,6 +63,29 @@ export interface DecideInput {
   self: SelfIdentity;
 }
 
+function allowedTarget(
+  header: string,
+  target: TargetAddress,
+  targets: ForwardTargetProvider,
+): ResolvedTarget {
+  const resolved = targets.resolve(target);
+  if (resolved === undefined)
+    throw new SvcError(
+      'target_not_allowed',
+      `X-Target-Host ${JSON.stringify(header.slice(0, 64))} is not an allowed forward target`,
+    );
+  return resolved;
+}
+
+/**
+ * The check a WSS upgrade naming `X-Target-Host` (the default target of its frames) gets before it
+ * is accepted: a malformed or not allowed target refuses the upgrade itself (400 / 403).
+ */
+export function checkUpgradeTarget(header: string, targets: ForwardTargetProvider, self: SelfIdentity): void {
+  const target = parseTargetHost(header);
+  if (!isSelfTarget(target, self)) allowedTarget(header, target, targets);
+}
+
 /** Throws SvcError for every refusal; every refusal happens before any connection is opened. */
 export function decideForward({ request, route, targets, self }: DecideInput): ForwardDecision {
   const header = request.headers[TARGET_HOST_HEADER];
@@ -73,7 +97,7 @@ export function decideForward({ request, route, targets, self }: DecideInput): F
       'process_key_not_forwarded',
       'requests carrying X-Svc-Process-Key are never forwarded; a worker talks to its own daemon',
     );
-  const resolved = targets.resolve(target);
+  const resolved = allowedTarget(header, target, targets);
   if (resolved === undefined)
     throw new SvcError(
       'target_not_allowed',

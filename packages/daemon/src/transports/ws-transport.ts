@@ -4,9 +4,10 @@
 // `Authorization` header or, for browsers (whose WebSocket cannot set headers), from a sub-protocol
 // entry `svc-bearer.<token>` offered together with `svc-ws`; the server selects only `svc-ws` and
 // never logs or echoes the offered entries.
-import type { IncomingMessage, Server } from 'node:http';
+import { STATUS_CODES, type IncomingMessage, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
+import { SvcError } from '@svc/protocol';
 import type { Authenticator, Dispatch } from '../api/dispatcher.ts';
 import type { Limits } from '../config/config.ts';
 import type { Logger } from '../log/logger.ts';
@@ -22,6 +23,11 @@ export interface WsTransportOptions {
   auth: Authenticator;
   limits: Limits;
   logger: Logger;
+  /**
+   * Checks an upgrade's X-Target-Host (the default target of its frames) before the upgrade is
+   * accepted; throws SvcError to refuse it (forwarding/: malformed or not an allowed target).
+   */
+  checkTargetHost?: (header: string) => void;
 }
 
 export function attachWsTransport(server: Server, options: WsTransportOptions): WebSocketServer {
@@ -45,6 +51,20 @@ export function attachWsTransport(server: Server, options: WsTransportOptions): 
     if (!protocols.includes(WS_SUBPROTOCOL)) {
       reject(400, 'Bad Request');
       return;
+    }
+    const targetHost = singleHeader(req.headers['x-target-host']);
+    if (targetHost !== undefined && options.checkTargetHost !== undefined) {
+      try {
+        options.checkTargetHost(targetHost);
+      } catch (error) {
+        if (!(error instanceof SvcError)) throw error;
+        const body = JSON.stringify(error.toBody());
+        socket.end(
+          `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status] ?? ''}\r\nConnection: close\r\n` +
+            `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+        );
+        return;
+      }
     }
     const offeredBearers = protocols.filter((p) => p.startsWith(WS_BEARER_PREFIX));
     const header = req.headers['authorization'];
@@ -74,7 +94,7 @@ export function attachWsTransport(server: Server, options: WsTransportOptions): 
         dispatch: options.dispatch,
         logger,
         upgradeAuthorization: authorization,
-        upgradeTargetHost: singleHeader(req.headers['x-target-host']),
+        upgradeTargetHost: targetHost,
         sink: {
           write: (bytes) => ws.send(bytes, { binary: true }),
           bufferedBytes: () => ws.bufferedAmount,

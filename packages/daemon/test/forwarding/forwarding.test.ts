@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DISCONNECTED_EVENT, EVENT_REQUEST_URI, type EventMessage } from '@svc/protocol';
 import {
+  openWebSocket,
   startTestDaemon,
   startTestIssuer,
   type ApiClient,
@@ -390,6 +391,27 @@ describe('subscriptions', () => {
     const sub = r.json<{ subscription_id: string }>();
     await toggle(b, 'only-there');
     await waitEvents(gateway, sub.subscription_id, (e) => e.length >= 2, 'two STATUS via upgrade target');
+  });
+
+  it('a WSS upgrade naming a target that is not allowed (or is malformed) is refused at the upgrade', async () => {
+    const headers = { authorization: `Bearer ${admin}` };
+    const refusal = (await openWebSocket(a.restUrl, a.ca, ['svc-ws'], {
+      ...headers,
+      'x-target-host': stranger.address,
+    }).catch((error: unknown) => error)) as { status?: number; body?: string };
+    expect(refusal.status).toBe(403);
+    expect(JSON.parse(refusal.body ?? '{}')).toMatchObject({ error: 'target_not_allowed' });
+    const malformed = (await openWebSocket(a.restUrl, a.ca, ['svc-ws'], {
+      ...headers,
+      'x-target-host': 'no/such host',
+    }).catch((error: unknown) => error)) as { status?: number; body?: string };
+    expect(malformed.status).toBe(400);
+    expect(JSON.parse(malformed.body ?? '{}')).toMatchObject({ error: 'invalid_target_host' });
+    expect(stranger.accepts()).toBe(0);
+    // This node's own name is not a forward: the upgrade is accepted.
+    const self = await openWebSocket(a.restUrl, a.ca, ['svc-ws'], { ...headers, 'x-target-host': 'node-a' });
+    expect(self.selected).toBe('svc-ws');
+    self.ws.terminate();
   });
 
   it.each([['tcp'], ['wss']] as const)(
