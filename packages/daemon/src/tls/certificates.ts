@@ -4,35 +4,14 @@
 import { webcrypto } from 'node:crypto';
 import { mkdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import type * as X509 from '@peculiar/x509';
 import { writeFileAtomic } from '../util/atomic-file.ts';
+import { KEY_ALGORITHM, loadX509, SIGNING_ALGORITHM, TEN_YEARS_MS } from './x509.ts';
 
 export interface TlsMaterial {
   key: string;
   cert: string;
   /** PEM of the CA that signed `cert` (the generated one, or the configured `ca_file`). */
   ca: string | undefined;
-}
-
-const ALGORITHM = { name: 'ECDSA', namedCurve: 'P-256' } as const;
-const SIGNING = { name: 'ECDSA', hash: 'SHA-256' } as const;
-const TEN_YEARS_MS = 10 * 365 * 24 * 3600 * 1000;
-
-let x509Module: Promise<typeof X509> | undefined;
-
-/**
- * @peculiar/x509 (with tsyringe and reflect-metadata, several MiB resident) is loaded only when
- * material must be generated: most starts read work/ssl/ or configured files.
- */
-function loadX509(): Promise<typeof X509> {
-  x509Module ??= (async () => {
-    // @peculiar/x509 resolves its ASN.1 services through tsyringe, which needs the Reflect metadata API.
-    await import('reflect-metadata');
-    const x509 = await import('@peculiar/x509');
-    x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
-    return x509;
-  })();
-  return x509Module;
 }
 
 export async function loadTlsMaterial(options: {
@@ -83,12 +62,12 @@ export async function generateMaterial(hostName: string): Promise<TlsMaterial> {
   const x509 = await loadX509();
   const subtle = webcrypto.subtle;
   const now = Date.now();
-  const caKeys = await subtle.generateKey(ALGORITHM, true, ['sign', 'verify']);
+  const caKeys = await subtle.generateKey(KEY_ALGORITHM, true, ['sign', 'verify']);
   const caName = `CN=svc local CA ${hostName}`;
   const caCert = await x509.X509CertificateGenerator.createSelfSigned({
     name: caName,
     keys: caKeys,
-    signingAlgorithm: SIGNING,
+    signingAlgorithm: SIGNING_ALGORITHM,
     notBefore: new Date(now - 60_000),
     notAfter: new Date(now + TEN_YEARS_MS),
     extensions: [
@@ -97,14 +76,14 @@ export async function generateMaterial(hostName: string): Promise<TlsMaterial> {
       await x509.SubjectKeyIdentifierExtension.create(caKeys.publicKey),
     ],
   });
-  const serverKeys = await subtle.generateKey(ALGORITHM, true, ['sign', 'verify']);
+  const serverKeys = await subtle.generateKey(KEY_ALGORITHM, true, ['sign', 'verify']);
   const names = new Set(['localhost', hostName]);
   const serverCert = await x509.X509CertificateGenerator.create({
     subject: `CN=${hostName}`,
     issuer: caCert.subject,
     publicKey: serverKeys.publicKey,
     signingKey: caKeys.privateKey,
-    signingAlgorithm: SIGNING,
+    signingAlgorithm: SIGNING_ALGORITHM,
     notBefore: new Date(now - 60_000),
     notAfter: new Date(now + TEN_YEARS_MS),
     extensions: [

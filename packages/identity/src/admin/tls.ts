@@ -11,6 +11,7 @@ import { randomBytes, webcrypto } from 'node:crypto';
 import { chmod, mkdir, open, readFile, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type * as X509 from '@peculiar/x509';
+import { KEY_ALGORITHM, loadX509, SIGNING_ALGORITHM, TEN_YEARS_MS } from '../../../daemon/src/tls/x509.ts';
 
 export interface AdminTlsMaterial {
   readonly caCert: string;
@@ -30,26 +31,8 @@ export const ADMIN_TLS_FILES = {
 
 const KEY_FILES: ReadonlySet<string> = new Set([ADMIN_TLS_FILES.serverKey, ADMIN_TLS_FILES.clientKey]);
 
-const ALGORITHM = { name: 'ECDSA', namedCurve: 'P-256' } as const;
-const SIGNING = { name: 'ECDSA', hash: 'SHA-256' } as const;
-const TEN_YEARS_MS = 10 * 365 * 24 * 3600 * 1000;
-
 export function adminTlsDir(workDir: string): string {
   return join(workDir, 'auth', 'admin-tls');
-}
-
-let x509Module: Promise<typeof X509> | undefined;
-
-/** Loaded only when material must be generated (several MiB resident with its dependencies). */
-function loadX509(): Promise<typeof X509> {
-  x509Module ??= (async () => {
-    // @peculiar/x509 resolves its ASN.1 services through tsyringe, which needs the Reflect metadata API.
-    await import('reflect-metadata');
-    const x509 = await import('@peculiar/x509');
-    x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
-    return x509;
-  })();
-  return x509Module;
 }
 
 /** The material of `work/auth/admin-tls/`, generated when the directory does not exist yet. */
@@ -119,11 +102,11 @@ export async function generateAdminTls(caName = 'svc admin gRPC CA'): Promise<Ad
   const subtle = webcrypto.subtle;
   const now = Date.now();
   const validity = { notBefore: new Date(now - 60_000), notAfter: new Date(now + TEN_YEARS_MS) };
-  const caKeys = await subtle.generateKey(ALGORITHM, true, ['sign', 'verify']);
+  const caKeys = await subtle.generateKey(KEY_ALGORITHM, true, ['sign', 'verify']);
   const caCert = await x509.X509CertificateGenerator.createSelfSigned({
     name: `CN=${caName}`,
     keys: caKeys,
-    signingAlgorithm: SIGNING,
+    signingAlgorithm: SIGNING_ALGORITHM,
     ...validity,
     extensions: [
       new x509.BasicConstraintsExtension(true, 0, true),
@@ -136,13 +119,13 @@ export async function generateAdminTls(caName = 'svc admin gRPC CA'): Promise<Ad
     usage: X509.ExtendedKeyUsageType,
     names: { type: 'ip' | 'dns'; value: string }[],
   ): Promise<{ cert: string; key: string }> => {
-    const keys = await subtle.generateKey(ALGORITHM, true, ['sign', 'verify']);
+    const keys = await subtle.generateKey(KEY_ALGORITHM, true, ['sign', 'verify']);
     const cert = await x509.X509CertificateGenerator.create({
       subject: `CN=${subject}`,
       issuer: caCert.subject,
       publicKey: keys.publicKey,
       signingKey: caKeys.privateKey,
-      signingAlgorithm: SIGNING,
+      signingAlgorithm: SIGNING_ALGORITHM,
       serialNumber: randomBytes(16)
         .toString('hex')
         .replace(/^[89a-f]/, '1'),
