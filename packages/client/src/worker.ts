@@ -75,23 +75,28 @@ export async function runWorker(handler: TaskHandler, options: RunWorkerOptions 
   const signal = options.signal ?? new AbortController().signal;
   const path = `/svc/app/${encodeURIComponent(name)}/task`;
   const poll = String(options.pollSeconds ?? 30);
-  try {
-    while (!signal.aborted) {
-      let result: WireResult;
-      try {
-        result = await transport.call({
-          method: 'GET',
-          path,
-          query: { timeout: poll },
-          headers: { 'x-svc-process-key': key },
-          signal,
-        });
-      } catch (error) {
-        if (signal.aborted) return null;
+  /** One call; a transport failure is reported, paced, and answered undefined (the caller moves on). */
+  const attempt = async (request: Parameters<typeof transport.call>[0]): Promise<WireResult | undefined> => {
+    try {
+      return await transport.call(request);
+    } catch (error) {
+      if (!signal.aborted) {
         options.onRetry?.(error);
         await pause(WORKER_RETRY_FLOOR_MS, signal);
-        continue;
       }
+      return undefined;
+    }
+  };
+  try {
+    while (!signal.aborted) {
+      const result = await attempt({
+        method: 'GET',
+        path,
+        query: { timeout: poll },
+        headers: { 'x-svc-process-key': key },
+        signal,
+      });
+      if (result === undefined) continue; // the loop condition ends an aborted worker
       if (result.status === 204) continue;
       stopOnPermanent(result);
       if (result.status !== 200) {
@@ -102,21 +107,14 @@ export async function runWorker(handler: TaskHandler, options: RunWorkerOptions 
       const task = workerTask(result);
       const reply = await handler(task, signal);
       const { body, contentType } = replyParts(reply);
-      let put: WireResult;
-      try {
-        put = await transport.call({
-          method: 'PUT',
-          path,
-          headers: { 'x-svc-process-key': key, 'x-task-id': task.id, 'content-type': contentType },
-          body,
-          signal,
-        });
-      } catch (error) {
-        if (signal.aborted) return null;
-        options.onRetry?.(error);
-        await pause(WORKER_RETRY_FLOOR_MS, signal);
-        continue;
-      }
+      const put = await attempt({
+        method: 'PUT',
+        path,
+        headers: { 'x-svc-process-key': key, 'x-task-id': task.id, 'content-type': contentType },
+        body,
+        signal,
+      });
+      if (put === undefined) continue;
       stopOnPermanent(put);
       // Any other PUT failure (task withdrawn: 409/404) loses only this result; fetch the next.
       if (put.status < 200 || put.status > 299)
