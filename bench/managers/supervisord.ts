@@ -4,9 +4,9 @@
 // which answers once the process is RUNNING.
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { mkdir, mkdtemp, rm, unlink, writeFile } from 'node:fs/promises';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freePort } from '@svc/testkit';
 import { xmlRpcClient, type XmlRpcClient } from '../lib/xmlrpc.ts';
 import { killGroup, log, onCleanup, sleep, waitFor } from '../lib/util.ts';
 import { commandLine, type AppSpec, type Manager, type Timed } from './types.ts';
@@ -18,8 +18,12 @@ function which(cmd: string): boolean {
 /** Installs Debian's supervisor when `supervisord` is missing; throws with a clear message if it cannot. */
 export function ensureSupervisord(): string {
   if (!which('supervisord')) {
-    if (!which('apt-get')) throw new Error('supervisord is not installed and apt-get is unavailable: install supervisor 4.2.x yourself');
-    if (process.getuid?.() !== 0) throw new Error('supervisord is not installed; run `apt-get install -y supervisor` as root');
+    if (!which('apt-get'))
+      throw new Error(
+        'supervisord is not installed and apt-get is unavailable: install supervisor 4.2.x yourself',
+      );
+    if (process.getuid?.() !== 0)
+      throw new Error('supervisord is not installed; run `apt-get install -y supervisor` as root');
     log('bench: installing supervisor with apt-get (supervisord is missing)…');
     const install = (): number | null =>
       spawnSync('apt-get', ['install', '-y', '--no-install-recommends', 'supervisor'], {
@@ -28,20 +32,13 @@ export function ensureSupervisord(): string {
       }).status;
     if (install() !== 0) {
       spawnSync('apt-get', ['update'], { stdio: ['ignore', 'ignore', 'inherit'] });
-      if (install() !== 0) throw new Error('apt-get install -y supervisor failed: install supervisor 4.2.x yourself');
+      if (install() !== 0)
+        throw new Error('apt-get install -y supervisor failed: install supervisor 4.2.x yourself');
     }
     // Debian's package may start a system instance; the benchmark never uses it, stop it if it did.
     spawnSync('sh', ['-c', 'command -v service >/dev/null && service supervisor stop'], { stdio: 'ignore' });
   }
   return execFileSync('supervisord', ['--version'], { encoding: 'utf8' }).trim();
-}
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as net.AddressInfo).port;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 interface ProcessInfo {
@@ -80,7 +77,10 @@ export async function startSupervisord(): Promise<SupervisordManager> {
       '',
     ].join('\n'),
   );
-  const child = spawn('supervisord', ['-n', '-c', conf], { detached: true, stdio: ['ignore', 'ignore', 'inherit'] });
+  const child = spawn('supervisord', ['-n', '-c', conf], {
+    detached: true,
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const rpc = xmlRpcClient('127.0.0.1', port);
   const seen = new Set<number>();
@@ -96,7 +96,16 @@ export async function startSupervisord(): Promise<SupervisordManager> {
       await rm(dir, { recursive: true, force: true });
     }
   });
-  await waitFor('supervisord XML-RPC', () => rpc.call('supervisor.getState').then(() => true, () => false), 10_000, 20);
+  await waitFor(
+    'supervisord XML-RPC',
+    () =>
+      rpc.call('supervisor.getState').then(
+        () => true,
+        () => false,
+      ),
+    10_000,
+    20,
+  );
   const info = async (name: string): Promise<ProcessInfo> =>
     (await rpc.call('supervisor.getProcessInfo', name)) as unknown as ProcessInfo;
   return {

@@ -1,9 +1,8 @@
 // svc-agent as a supervised system application: a dead daemon is a clear 502 and service resumes
 // when the daemon is back; svcd restarts an agent killed with SIGKILL; the Prometheus exporter is off
 // unless SVC_METRICS_PORT is set, and when on its series are present and move.
-import { createServer } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { restClient, startTestDaemon, wsClient, type TestDaemon } from '@svc/testkit';
+import { freePort, restClient, startTestDaemon, wsClient, type TestDaemon } from '@svc/testkit';
 import { openWs, processOf, waitFor } from './helpers.ts';
 
 const daemons: TestDaemon[] = [];
@@ -16,18 +15,6 @@ async function start(options: Parameters<typeof startTestDaemon>[0] = {}): Promi
   const d = await startTestDaemon({ agent: true, ...options });
   daemons.push(d);
   return d;
-}
-
-/** A port that is free now (the daemon must come back on the same one for the agent to find it). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /** The exporter's text, and the value of one series (sum over the lines that start with `prefix`). */

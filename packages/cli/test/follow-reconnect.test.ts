@@ -1,9 +1,8 @@
 // `svc logs -f` survives a daemon restart: the connection drops, svc reconnects to the same
 // address, reads what was written meanwhile from its byte position and prints every line once.
 import { rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { startTestDaemon, type TestDaemon } from '@svc/testkit';
+import { freePort, startTestDaemon, type TestDaemon } from '@svc/testkit';
 import { afterAll, expect, it } from 'vitest';
 import { svcEnv, type SvcEnv } from './helpers.ts';
 
@@ -11,17 +10,6 @@ const cleanup: (() => Promise<void>)[] = [];
 afterAll(async () => {
   for (const step of cleanup.reverse()) await step();
 });
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 for (const mode of ['events', 'poll'] as const) {
   it(`logs -f (${mode}) resumes by byte position after the daemon restarts`, async () => {

@@ -17,3 +17,4 @@ export { openWebSocket, restClient, tcpClient, wsClient } from './clients.ts';
 export type { ApiClient, CallOptions, CallResult, PersistentClient, UpgradedWebSocket } from './clients.ts';
 export { hostileAppBody, hostileValue, hostileYaml, validAppBody, validName } from './arbitraries.ts';
 export { CHROMIUM_EXECUTABLE, CHROMIUM_FLAGS } from './chromium.ts';
+export { freePort } from './ports.ts';

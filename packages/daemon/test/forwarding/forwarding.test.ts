@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DISCONNECTED_EVENT, EVENT_REQUEST_URI, type EventMessage } from '@svc/protocol';
 import {
+  freePort,
   openWebSocket,
   startTestDaemon,
   startTestIssuer,
@@ -19,7 +20,6 @@ import { eventsOf, expectGapless, message, ok, waitEvents } from '../events/help
 import { waitFor } from '../helpers/wait-for.ts';
 import {
   acceptRecorder,
-  freePort,
   recordingTarget,
   silentListener,
   type AcceptRecorder,

@@ -102,14 +102,6 @@ export async function silentListener(): Promise<AcceptRecorder> {
   };
 }
 
-/** A port that nothing listens on (bound once, then released). */
-export async function freePort(): Promise<number> {
-  const server = createNetServer();
-  const port = await listen(server);
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
 function listen(server: Server): Promise<number> {
   return new Promise((resolve) =>
     server.listen(0, '127.0.0.1', () => resolve((server.address() as AddressInfo).port)),

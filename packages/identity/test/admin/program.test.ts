@@ -2,9 +2,9 @@
 // without a listener, on serves the UI against the gRPC API, a non-loopback listener is refused.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
-import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '@svc/testkit';
 import { adminUiEnabled } from '../../src/admin/program.ts';
 import { startAdminFixture, type AdminFixture } from './fixture.ts';
 
@@ -57,17 +57,6 @@ function run(env: Record<string, string>): Running {
 async function stop(running: Running): Promise<number | null> {
   if (running.child.exitCode === null && running.child.signalCode === null) running.child.kill('SIGTERM');
   return (await running.exited).code;
-}
-
-/** A port nobody listens on (bound, then released). */
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const probe = createServer();
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as AddressInfo;
-      probe.close(() => resolve(port));
-    });
-  });
 }
 
 describe('svc-auth-admin', () => {
