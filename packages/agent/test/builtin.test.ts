@@ -8,6 +8,7 @@ import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromium } from 'playwright-core';
 import {
+  BUILTIN_MODE_ENV,
   CHROMIUM_EXECUTABLE,
   CHROMIUM_FLAGS,
   restClient,
@@ -48,11 +49,7 @@ beforeAll(async () => {
   daemon = await startTestDaemon({
     agent: true,
     env: {
-      SVC_AUTH_MODE: 'builtin',
-      SVC_OIDC_ISSUER: '', // the built-in issuer, its port learned from work/ports.identity.json
-      SVC_ISSUER_PORT: '0',
-      SVC_AUTH_TELEMETRY_PORT: '0',
-      SVC_AUTH_GRPC_LISTEN: '127.0.0.1:0',
+      ...BUILTIN_MODE_ENV,
       SVC_METRICS_PORT: '0',
     },
     files: { 'apps/identity.yaml': await readFile(join(REPO, 'apps', 'identity.yaml'), 'utf8') },

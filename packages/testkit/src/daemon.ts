@@ -259,3 +259,16 @@ export async function killManagedProcesses(workDir: string): Promise<void> {
     }
   }
 }
+
+/**
+ * Environment of a test daemon in builtin mode (with `apps/identity.yaml` among its files): the
+ * built-in issuer and its telemetry and admin gRPC listeners on ephemeral ports, the issuer URL
+ * learned from work/ports.identity.json.
+ */
+export const BUILTIN_MODE_ENV: Readonly<Record<string, string>> = {
+  SVC_AUTH_MODE: 'builtin',
+  SVC_OIDC_ISSUER: '',
+  SVC_ISSUER_PORT: '0',
+  SVC_AUTH_TELEMETRY_PORT: '0',
+  SVC_AUTH_GRPC_LISTEN: '127.0.0.1:0',
+};

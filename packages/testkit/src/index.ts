@@ -1,7 +1,13 @@
 // @svc/testkit: private helpers for cross-component tests.
 export { selfSignedCertificate, startTestIssuer } from './issuer.ts';
 export type { Forgery, MintClaims, TestIssuer, TestIssuerOptions } from './issuer.ts';
-export { startTestDaemon, killManagedProcesses, TEST_PRINCIPALS, DEVELOPER_ROLE } from './daemon.ts';
+export {
+  BUILTIN_MODE_ENV,
+  startTestDaemon,
+  killManagedProcesses,
+  TEST_PRINCIPALS,
+  DEVELOPER_ROLE,
+} from './daemon.ts';
 export type { TestDaemon, TestDaemonOptions, TestRole } from './daemon.ts';
 export {
   SOAK,

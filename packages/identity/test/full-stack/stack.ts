@@ -5,7 +5,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { killManagedProcesses, startTestDaemon, type TestDaemon } from '@svc/testkit';
+import { BUILTIN_MODE_ENV, killManagedProcesses, startTestDaemon, type TestDaemon } from '@svc/testkit';
 import { waitFor } from '../../../daemon/test/helpers/wait-for.ts';
 
 export const ROOT = resolve(import.meta.dirname, '../../../..');
@@ -99,11 +99,7 @@ export async function startAuthStack(options: StackOptions = {}): Promise<AuthSt
     'apps/authadmin.yaml': await readFile(join(ROOT, 'apps', 'authadmin.yaml'), 'utf8'),
   };
   const env = {
-    SVC_AUTH_MODE: 'builtin',
-    SVC_OIDC_ISSUER: '', // the built-in issuer, its port learned from work/ports.identity.json
-    SVC_ISSUER_PORT: '0',
-    SVC_AUTH_TELEMETRY_PORT: '0',
-    SVC_AUTH_GRPC_LISTEN: '127.0.0.1:0',
+    ...BUILTIN_MODE_ENV,
     SVC_AUTH_ADMIN_LISTEN: '127.0.0.1:0',
     ...options.env,
   };
@@ -173,12 +169,10 @@ export async function startAuthStack(options: StackOptions = {}): Promise<AuthSt
       return lines[0]!;
     },
     async call(method, path, token, body) {
-      const result = await daemon!
-        .rest()
-        .call(method, path, {
-          ...(token === undefined ? {} : { token }),
-          ...(body === undefined ? {} : { body }),
-        });
+      const result = await daemon!.rest().call(method, path, {
+        ...(token === undefined ? {} : { token }),
+        ...(body === undefined ? {} : { body }),
+      });
       return { status: result.status, json: <T>() => result.json<T>(), text: () => result.text() };
     },
     async restart() {

@@ -3,7 +3,7 @@
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import * as oidc from 'openid-client';
-import { startTestDaemon, type TestDaemon } from '@svc/testkit';
+import { BUILTIN_MODE_ENV, startTestDaemon, type TestDaemon } from '@svc/testkit';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AUDIENCE_SCOPE } from '../../src/provider/index.ts';
 import { decodeJwt, discover, passwordGrant } from './helpers.ts';
@@ -41,11 +41,7 @@ async function authConfig(d: TestDaemon): Promise<AuthConfig> {
 async function startBuiltin(files: Record<string, string> = {}): Promise<{ d: TestDaemon; issuer: string }> {
   const d = await startTestDaemon({
     env: {
-      SVC_AUTH_MODE: 'builtin',
-      SVC_OIDC_ISSUER: '', // the built-in issuer, its port learned from work/ports.identity.json
-      SVC_ISSUER_PORT: '0',
-      SVC_AUTH_TELEMETRY_PORT: '0',
-      SVC_AUTH_GRPC_LISTEN: '127.0.0.1:0',
+      ...BUILTIN_MODE_ENV,
     },
     files: { 'apps/identity.yaml': await readFile(join(REPO, 'apps', 'identity.yaml'), 'utf8'), ...files },
   });
