@@ -129,10 +129,11 @@ export async function startDaemon(
       return policy.resolve(verified.principalId, verified.expiresAt);
     },
     authorize,
-    challenge: (description) =>
+    // Through svc-agent the metadata URL names the agent's address (the one the client can reach).
+    challenge: (description, headers) =>
       wwwAuthenticate(
         description === undefined ? undefined : 'invalid_token',
-        `${restBaseUrl}/.well-known/oauth-protected-resource`,
+        `${publicBaseUrl(headers, restBaseUrl)}/.well-known/oauth-protected-resource`,
         description,
       ),
   };
@@ -230,22 +231,7 @@ export async function startDaemon(
   const router = new Router(operations);
   const forwarder = await createForwarder({ config, tls, tcpPort: () => tcpPort, logger });
   upgradeTarget.check = (header) => forwarder.checkUpgradeTarget(header);
-  const dispatcher = createDispatcher({ router, services, auth, logger, forwarder });
-  // A 401 through svc-agent names the agent's resource metadata URL (the one the client can reach);
-  // the dispatcher builds the challenge with the daemon's own URL, replaced here for forwarded requests.
-  const dispatch = async (request: ApiRequest): Promise<ApiResponse> => {
-    const response = await dispatcher(request);
-    const challenge = response.headers['www-authenticate'];
-    if (challenge !== undefined) {
-      const base = publicBaseUrl(request.headers, restBaseUrl);
-      if (base !== restBaseUrl)
-        response.headers['www-authenticate'] = challenge.replace(
-          `resource_metadata="${restBaseUrl}/`,
-          `resource_metadata="${base}/`,
-        );
-    }
-    return response;
-  };
+  const dispatch = createDispatcher({ router, services, auth, logger, forwarder });
   resolveReady(metrics === undefined ? dispatch : metrics.instrument(router, dispatch));
 
   const portsFile = new PortsFile(work);

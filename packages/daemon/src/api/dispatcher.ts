@@ -20,7 +20,7 @@ export interface Authenticator {
    * Value of WWW-Authenticate for a 401 (RFC 6750, RFC 9728 resource_metadata). `description` is
    * set only for a presented-but-invalid token, never for a missing one.
    */
-  challenge(description: string | undefined): string;
+  challenge(description: string | undefined, headers: Readonly<Record<string, string>>): string;
 }
 
 export interface DispatcherOptions<S> {
@@ -39,24 +39,32 @@ const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
 export function createDispatcher<S>(options: DispatcherOptions<S>): Dispatch {
   const { router, services, auth, logger } = options;
 
-  const unauthorized = (code: 'unauthorized' | 'invalid_token', message: string, cause?: unknown): SvcError =>
+  const unauthorized = (
+    request: Pick<ApiRequest, 'headers'>,
+    code: 'unauthorized' | 'invalid_token',
+    message: string,
+    cause?: unknown,
+  ): SvcError =>
     new SvcError(code, message, {
       cause,
-      headers: { 'www-authenticate': auth.challenge(code === 'unauthorized' ? undefined : message) },
+      headers: {
+        'www-authenticate': auth.challenge(code === 'unauthorized' ? undefined : message, request.headers),
+      },
     });
 
   const principalOf = async (request: ApiRequest): Promise<Principal> => {
     const header = request.headers['authorization'];
     if (header === undefined || header === '')
-      throw unauthorized('unauthorized', 'a bearer token is required');
+      throw unauthorized(request, 'unauthorized', 'a bearer token is required');
     const match = BEARER.exec(header);
-    if (match === null) throw unauthorized('invalid_token', 'the Authorization header is not a Bearer token');
+    if (match === null)
+      throw unauthorized(request, 'invalid_token', 'the Authorization header is not a Bearer token');
     let principal: Principal;
     try {
       principal = await auth.authenticate(match[1]!);
     } catch (cause) {
       if (cause instanceof SvcError && cause.code === 'invalid_token')
-        throw unauthorized('invalid_token', cause.message, cause);
+        throw unauthorized(request, 'invalid_token', cause.message, cause);
       throw cause;
     }
     const connection = request.connection;
@@ -65,6 +73,7 @@ export function createDispatcher<S>(options: DispatcherOptions<S>): Dispatch {
       if (connection.principalId === undefined) connection.principalId = principal.id;
       else if (connection.principalId !== principal.id)
         throw unauthorized(
+          request,
           'invalid_token',
           'this connection is bound to another principal; reconnect to switch',
         );
@@ -78,7 +87,7 @@ export function createDispatcher<S>(options: DispatcherOptions<S>): Dispatch {
       return { operationId: operation.id, access: operation.access };
     },
     authenticate: principalOf,
-    unauthorized: (message: string) => unauthorized('unauthorized', message),
+    unauthorized: (request: ApiRequest, message: string) => unauthorized(request, 'unauthorized', message),
   };
 
   return async (request) => {
@@ -98,6 +107,7 @@ export function createDispatcher<S>(options: DispatcherOptions<S>): Dispatch {
       )
         // spec: a WSS session without a bearer is limited to the worker task RPC.
         throw unauthorized(
+          request,
           'unauthorized',
           'this WSS session has no bearer; it may only use the worker task RPC',
         );

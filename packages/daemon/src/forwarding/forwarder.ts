@@ -34,7 +34,7 @@ export interface ForwardContext {
   /** The dispatcher's bearer check: 401 on a missing/invalid bearer or another pinned principal. */
   authenticate(request: ApiRequest): Promise<Principal>;
   /** A 401 with the dispatcher's WWW-Authenticate challenge. */
-  unauthorized(message: string): SvcError;
+  unauthorized(request: ApiRequest, message: string): SvcError;
 }
 
 export class Forwarder {
@@ -92,7 +92,10 @@ export class Forwarder {
     const connection = request.connection;
     if (connection?.transport === 'wss' && connection.principalId === undefined)
       // spec: a WSS session without a bearer is limited to the worker task RPC, never forwarded.
-      throw context.unauthorized('this WSS session has no bearer; it may only use the worker task RPC');
+      throw context.unauthorized(
+        request,
+        'this WSS session has no bearer; it may only use the worker task RPC',
+      );
     // The bearer is checked here, before any connection to the target is opened.
     const principal = decision.authenticate ? await context.authenticate(request) : undefined;
     const wire = forwardedRequest(request);
