@@ -14,7 +14,7 @@ import {
   PERMISSIONS,
 } from '@svc/protocol';
 import { buildWireVectors } from '@svc/protocol/wire-vectors';
-import { buildOpenApiDocument } from '../src/api/openapi.ts';
+import { buildAccessDocument, buildOpenApiDocument } from '../src/api/openapi.ts';
 
 /** Absolute path of the repository root, with a trailing slash. */
 export const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -53,6 +53,7 @@ export function buildSpecFiles(): Map<string, string> {
     ['spec/permissions.json', json({ permissions: [...PERMISSIONS], roles })],
     ['spec/events.json', json(events)],
     ['spec/openapi.json', json(buildOpenApiDocument())],
+    ['spec/access.json', json(buildAccessDocument())],
     ['spec/wire-vectors.json', json(buildWireVectors())],
   ]);
 }

@@ -16,7 +16,8 @@ import { operations } from './api/operations/index.ts';
 import { Router } from './api/router.ts';
 import type { Services } from './api/services.ts';
 import type { ApiRequest, ApiResponse } from './api/types.ts';
-import { authorize, wwwAuthenticate } from './auth/authorizer.ts';
+import type { AccessResolver } from './auth/access-rules.ts';
+import { wwwAuthenticate } from './auth/authorizer.ts';
 import { publicBaseUrl } from './auth/discovery-docs.ts';
 import { PolicyStore } from './auth/policy-store.ts';
 import { createOidcTokenVerifier } from './auth/token-verifier.ts';
@@ -128,7 +129,6 @@ export async function startDaemon(
       const verified = await verifier.verify(token);
       return policy.resolve(verified.principalId, verified.expiresAt);
     },
-    authorize,
     // Through svc-agent the metadata URL names the agent's address (the one the client can reach).
     challenge: (description, headers) =>
       wwwAuthenticate(
@@ -231,7 +231,12 @@ export async function startDaemon(
   const router = new Router(operations);
   const forwarder = await createForwarder({ config, tls, tcpPort: () => tcpPort, logger });
   upgradeTarget.check = (header) => forwarder.checkUpgradeTarget(header);
-  const dispatch = createDispatcher({ router, services, auth, logger, forwarder });
+  const resolver: AccessResolver = {
+    app: (name) => supervisor.access(name),
+    subscription: (id) => events.owner(id),
+    verifyProcessKey: (name, key) => supervisor.verifyProcessKey(name, key),
+  };
+  const dispatch = createDispatcher({ router, services, auth, resolver, logger, forwarder });
   resolveReady(metrics === undefined ? dispatch : metrics.instrument(router, dispatch));
 
   const portsFile = new PortsFile(work);

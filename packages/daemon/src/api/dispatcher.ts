@@ -1,21 +1,25 @@
-// The one entry point of every transport: route, authenticate, authorize, run the operation, and
-// turn every failure into the registry's error body. Nothing here knows which transport is calling.
+// The one entry point of every transport: route, authenticate, authorize through the operation's
+// one access rule, validate the input against its schemas, run the operation, and turn every
+// failure into the registry's error body. Nothing here knows which transport is calling.
 import { SvcError } from '@svc/protocol';
+import {
+  decide,
+  decideWithoutBearer,
+  needsBearer,
+  type AccessResolver,
+  type Grant,
+} from '../auth/access-rules.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { Forwarder } from '../forwarding/forwarder.ts';
 import type { Logger } from '../log/logger.ts';
-import { errorResponse } from './responses.ts';
+import { errorResponse, parseJsonBody } from './responses.ts';
 import type { Router } from './router.ts';
-import type { ApiRequest, ApiResponse } from './types.ts';
+import type { ApiRequest, ApiResponse, Operation, OperationInput } from './types.ts';
+import { validateBody, validateQuery } from './validate-input.ts';
 
 export interface Authenticator {
   /** Verify a bearer token and resolve its principal record. Throws SvcError (401 / 503). */
   authenticate(token: string): Promise<Principal>;
-  /** Permission check; throws SvcError('forbidden'). */
-  authorize(
-    principal: Principal,
-    permission: Principal['permissions'] extends ReadonlySet<infer P> ? P : never,
-  ): void;
   /**
    * Value of WWW-Authenticate for a 401 (RFC 6750, RFC 9728 resource_metadata). `description` is
    * set only for a presented-but-invalid token, never for a missing one.
@@ -27,6 +31,8 @@ export interface DispatcherOptions<S> {
   router: Router<S>;
   services: S;
   auth: Authenticator;
+  /** What the access rules may look up (applications, subscriptions, process keys). */
+  resolver: AccessResolver;
   logger: Logger;
   /** Gateway for requests carrying X-Target-Host (forwarding/); without it the header is ignored. */
   forwarder?: Forwarder | undefined;
@@ -37,7 +43,7 @@ export type Dispatch = (request: ApiRequest) => Promise<ApiResponse>;
 const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
 
 export function createDispatcher<S>(options: DispatcherOptions<S>): Dispatch {
-  const { router, services, auth, logger } = options;
+  const { router, services, auth, resolver, logger } = options;
 
   const unauthorized = (
     request: Pick<ApiRequest, 'headers'>,
@@ -97,33 +103,51 @@ export function createDispatcher<S>(options: DispatcherOptions<S>): Dispatch {
         if (forwarded !== undefined) return forwarded;
       }
       const { operation, params } = router.match(request.method, request.path);
-      let principal: Principal | undefined;
       const access = operation.access;
       const connection = request.connection;
-      if (
-        connection?.transport === 'wss' &&
-        connection.principalId === undefined &&
-        access.kind !== 'process-key'
-      )
+      if (connection?.transport === 'wss' && connection.principalId === undefined && needsBearer(access))
         // spec: a WSS session without a bearer is limited to the worker task RPC.
         throw unauthorized(
           request,
           'unauthorized',
           'this WSS session has no bearer; it may only use the worker task RPC',
         );
-      if (access.kind === 'authenticated' || access.kind === 'permission') {
-        principal = await principalOf(request);
-        if (access.kind === 'permission') {
-          if (principal.status === 'tombstoned')
-            throw new SvcError('principal_tombstoned', 'the principal record was deleted');
-          auth.authorize(principal, access.permission);
-        }
-      }
-      return await operation.handle({ request, params, principal, services });
+      const principal = needsBearer(access) ? await principalOf(request) : undefined;
+      if (operation.connection === 'persistent' && connection === undefined)
+        throw new SvcError(
+          'persistent_connection_required',
+          'subscriptions need a persistent connection (TCP or WSS); plain HTTP cannot carry events',
+        );
+      // The rule sees the raw query (and the parsed JSON body only when it names the application),
+      // so that a caller who may not use the operation at all is refused (403) before the details
+      // of its input are judged (400).
+      const bodyNamesApp = access.kind === 'app' && access.app.from === 'body-copy';
+      let json = bodyNamesApp ? parseJsonBody(request.body) : undefined;
+      const raw: OperationInput = { params, query: request.query, body: json };
+      const grant: Grant =
+        principal === undefined
+          ? decideWithoutBearer(access, request, raw, resolver)
+          : decide(access, principal, raw, resolver);
+      if (!bodyNamesApp && operation.body?.kind === 'json') json = parseJsonBody(request.body);
+      const input = validateInput(operation, request, params, json);
+      return await operation.handle({ request, params, input, principal, grant, services });
     } catch (error) {
       if (error instanceof SvcError) return errorResponse(error);
       logger.error('operation failed', { method: request.method, path: request.path, error: error as Error });
       return errorResponse(new SvcError('internal', 'internal error', { cause: error }));
     }
   };
+}
+
+function validateInput<S>(
+  operation: Operation<S>,
+  request: ApiRequest,
+  params: Readonly<Record<string, string>>,
+  json: unknown,
+): OperationInput {
+  const query = validateQuery(operation.query, request.query);
+  const spec = operation.body;
+  const body =
+    spec?.kind === 'json' ? validateBody(spec, json) : spec?.kind === 'raw' ? request.body : undefined;
+  return { params, query, body };
 }

@@ -1,6 +1,8 @@
 // Transport-neutral request and response. REST, WSS and TCP each translate to and from these and
 // call the one dispatcher (api/dispatcher.ts); no operation knows which transport carried it.
-import type { Permission, Response as WireResponse } from '@svc/protocol';
+import type { Response as WireResponse } from '@svc/protocol';
+import type * as z from 'zod';
+import type { AccessRule, Grant } from '../auth/access-rules.ts';
 import type { Principal } from '../auth/principal.ts';
 
 export type TransportKind = 'rest' | 'wss' | 'tcp';
@@ -40,34 +42,92 @@ export interface ApiResponse {
   body: Uint8Array;
 }
 
-export type Access =
-  | { readonly kind: 'public' }
-  /** Any valid token; no permission needed (for example /svc/self). */
-  | { readonly kind: 'authenticated' }
-  | { readonly kind: 'permission'; readonly permission: Permission }
-  /** Worker side of the task RPC: authenticated by X-Svc-Process-Key only. */
-  | { readonly kind: 'process-key' };
+/** The access rule of an operation (auth/access-rules.ts); `Access` is its older name. */
+export type Access = AccessRule;
 
-export interface OperationContext<S = unknown> {
+/** How an operation takes its request body. */
+export type BodySpec =
+  /** A JSON document, parsed then validated by `schema`; a refusal is 400 with `errorCode`. */
+  | {
+      readonly kind: 'json';
+      readonly schema: z.ZodType;
+      /** What the spec shows when `schema` only pre-checks and a deeper validator runs later. */
+      readonly doc?: z.ZodType;
+      readonly errorCode?: 'bad_request' | 'invalid_app';
+    }
+  /** Any content type, handed to the handler as bytes (task payloads and results). */
+  | { readonly kind: 'raw'; readonly description: string };
+
+/** One documented answer of an operation; the first of `responses` is its success. */
+export type ResponseSpec =
+  | { readonly status: number; readonly description: string; readonly json: z.ZodType }
+  | {
+      readonly status: number;
+      readonly description: string;
+      /** A body that is not JSON: `text/plain`, or whatever content type the peer chose (`*\/*`). */
+      readonly media: 'text/plain' | '*/*' | 'none';
+      /** Headers that carry part of the answer, by name, with their meaning. */
+      readonly headers?: Readonly<Record<string, string>>;
+    };
+
+/** The validated input of a request, as the operation's schemas produce it. */
+export interface OperationInput<Q = Record<string, unknown>, B = unknown> {
+  readonly params: Readonly<Record<string, string>>;
+  readonly query: Q;
+  readonly body: B;
+}
+
+export interface OperationContext<S = unknown, Q = Record<string, unknown>, B = unknown> {
   readonly request: ApiRequest;
   /** Decoded path parameters, for example `name` of /svc/app/{name}. */
   readonly params: Readonly<Record<string, string>>;
+  /** Validated query and body. */
+  readonly input: OperationInput<Q, B>;
   /** Present for every access kind except public and process-key. */
   readonly principal: Principal | undefined;
+  /** What the access rule granted beyond yes (system-app visibility, the resolved app). */
+  readonly grant: Grant;
   readonly services: S;
 }
 
-export interface Operation<S = unknown> {
+export interface Operation<S = unknown, Q = Record<string, unknown>, B = unknown> {
   /** Stable id, also the OpenAPI operationId. */
   readonly id: string;
   readonly method: 'GET' | 'PUT' | 'POST' | 'DELETE';
   /** OpenAPI-style template, for example `/svc/app/{name}/output`. */
   readonly path: string;
-  readonly access: Access;
+  /** The one rule that authorizes this operation (auth/access-rules.ts). */
+  readonly access: AccessRule;
   readonly summary: string;
-  /** Query parameters documented in OpenAPI. */
-  readonly query?: readonly { name: string; description: string; required?: boolean }[];
-  /** Whether the operation reads a JSON body (documented in OpenAPI). */
-  readonly jsonBody?: boolean;
-  handle(context: OperationContext<S>): Promise<ApiResponse>;
+  /**
+   * `persistent`: only on a TCP or WSS connection (subscriptions); plain HTTP gets 405
+   * persistent_connection_required after authentication, before the access rule.
+   */
+  readonly connection?: 'persistent';
+  /**
+   * Query parameters: an object schema over the raw string values (unknown names are ignored).
+   * Transforms may throw SvcError('invalid_query') naming the parameter.
+   */
+  readonly query?: z.ZodType<Q>;
+  readonly body?: BodySpec;
+  /** The success answer first, then other answers worth documenting (errors are implied). */
+  readonly responses: readonly [ResponseSpec, ...ResponseSpec[]];
+  handle(context: OperationContext<S, Q, B>): Promise<ApiResponse>;
+}
+
+/**
+ * Declare an operation with typed input: the query and body types are inferred from the schemas.
+ * The result is stored in the table with its input types erased.
+ */
+export function defineOperation<
+  S,
+  QS extends z.ZodType = z.ZodType<Record<string, never>>,
+  BS extends z.ZodType = z.ZodType<undefined>,
+>(
+  operation: Omit<Operation<S, z.output<QS>, z.output<BS>>, 'query' | 'body'> & {
+    readonly query?: QS;
+    readonly body?: (BodySpec & { kind: 'json'; schema: BS }) | (BodySpec & { kind: 'raw' });
+  },
+): Operation<S> {
+  return operation as unknown as Operation<S>;
 }

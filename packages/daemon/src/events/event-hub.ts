@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { EVENT_REQUEST_URI, SvcError, type EventType, type Response } from '@svc/protocol';
 import type { PersistentConnection } from '../api/types.ts';
-import { authorizeApp } from '../auth/authorizer.ts';
+import { mayReadOutput, seesApp } from '../auth/access-rules.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { Logger } from '../log/logger.ts';
 import type { SupervisorApi, SupervisorEvent } from '../supervisor/types.ts';
@@ -33,23 +33,6 @@ export interface EventHubOptions {
 
 /** Events that need work after the supervisor's call returned (see #queue). */
 type Pending = SupervisorEvent;
-
-function isAdmin(principal: Principal): boolean {
-  return principal.roles.includes('svc-admin');
-}
-
-function may(
-  principal: Principal,
-  permission: 'app-output-view',
-  access: { owner: string | undefined; shared: readonly string[] },
-): boolean {
-  try {
-    authorizeApp(principal, permission, access);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 export class EventHub {
   readonly #supervisor: SupervisorApi;
@@ -116,7 +99,7 @@ export class EventHub {
     } else {
       const access = this.#supervisor.access(app);
       // An app not registered yet (atomic registration) will be owned by the subscriber.
-      outputAllowed = may(principal, 'app-output-view', access ?? { owner: principal.id, shared: [] });
+      outputAllowed = mayReadOutput(principal, access ?? { owner: principal.id, shared: [] });
     }
     if (!outputAllowed && events.has('STDOUT')) {
       if (!selection.all)
@@ -158,16 +141,21 @@ export class EventHub {
     return subscription;
   }
 
-  /** Remove a subscription on its owner's request. */
-  unsubscribe(id: string, principalId: string, app?: string): Subscription {
+  /** Who created a subscription and what it is subscribed to (for the access rule of unsubscribe). */
+  owner(id: string): { principalId: string; app: string } | undefined {
     const subscription = this.#registry.get(id);
-    if (subscription === undefined || (app !== undefined && subscription.app !== app))
-      throw new SvcError(
-        'not_found',
-        `no subscription ${id.slice(0, 64)}${app === undefined ? '' : ` of ${app}`}`,
-      );
-    if (subscription.principal.id !== principalId)
-      throw new SvcError('forbidden', 'only the principal that created a subscription may remove it');
+    return subscription === undefined
+      ? undefined
+      : { principalId: subscription.principal.id, app: subscription.app };
+  }
+
+  /**
+   * Remove a subscription (the operation's access rule checked that the caller created it).
+   * Throws not_found when it is gone meanwhile.
+   */
+  unsubscribe(id: string): Subscription {
+    const subscription = this.#registry.get(id);
+    if (subscription === undefined) throw new SvcError('not_found', `no subscription ${id.slice(0, 64)}`);
     this.#remove(subscription);
     return subscription;
   }
@@ -383,14 +371,14 @@ export class EventHub {
     let decision = subscription.decisions.get(app);
     if (decision === undefined) {
       const access = this.#supervisor.access(app);
-      const view = access !== undefined && (!access.system || isAdmin(subscription.principal));
+      const view = access !== undefined && seesApp(subscription.principal, access);
       decision = {
         view,
         output:
           access !== undefined &&
           view &&
           subscription.events.has('STDOUT') &&
-          may(subscription.principal, 'app-output-view', access),
+          mayReadOutput(subscription.principal, access),
       };
       subscription.decisions.set(app, decision);
     }

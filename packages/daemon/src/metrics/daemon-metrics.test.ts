@@ -16,6 +16,7 @@ const operation: Operation = {
   path: '/svc/app/{name}',
   access: { kind: 'public' },
   summary: '',
+  responses: [{ status: 200, description: 'ok', media: 'none' }],
   handle: () => Promise.resolve(ok(200)),
 };
 const request = (path: string): ApiRequest => ({

@@ -1,214 +1,198 @@
-// Application registration, listing, control and output (CONTRACT §5, first rows).
-import { SvcError, type Permission } from '@svc/protocol';
-import type { Principal } from '../../auth/principal.ts';
-import { authorizeApp } from '../../auth/authorizer.ts';
+// Application registration, listing, control and output (docs: spec/contract.md §5, first rows).
+// Authorization is each operation's `access` rule (auth/access-rules.ts); handlers do none.
+import { SvcError } from '@svc/protocol';
+import * as z from 'zod';
 import { parseEventList } from '../../events/event-names.ts';
-import { json, parseJsonBody, text } from '../responses.ts';
+import { json, text } from '../responses.ts';
+import { AppDefinition, AppList, AppRemoved, AppView, AppViewSubscribed } from '../schemas.ts';
 import type { Services } from '../services.ts';
-import type { Operation, OperationContext } from '../types.ts';
+import { defineOperation, type Operation } from '../types.ts';
 import { persistentConnection, subscriptionBody } from './events.ts';
-import { optionalDurationMs, optionalInteger } from './query.ts';
-
-type Ctx = OperationContext<Services>;
+import { durationParam, integerParam, patternParam } from './query.ts';
 
 const MAX_LONG_POLL_MS = 300_000;
 const MAX_OUTPUT_BYTES = 16 * 1024 * 1024;
 
-export function isAdmin(principal: Principal): boolean {
-  return principal.roles.includes('svc-admin');
-}
+const appNotFound = (name: string): SvcError => new SvcError('app_not_found', `no application named ${name}`);
 
-/** The app's access record, or 404. System apps are invisible to everyone but svc-admin. */
-export function appAccess(context: Ctx, name: string) {
-  const access = context.services.supervisor.access(name);
-  if (access === undefined || (access.system && !isAdmin(context.principal!)))
-    throw new SvcError('app_not_found', `no application named ${name}`);
-  return access;
-}
-
-/** Checks `permission` on one app: app-manage-all, or owner, or shared with the caller. */
-export function requireAppPermission(context: Ctx, name: string, permission: Permission) {
-  const access = appAccess(context, name);
-  authorizeApp(context.principal!, permission, { owner: access.owner, shared: access.shared });
-  return access;
-}
-
-function refuseSystem(access: { system: boolean }, name: string): void {
-  if (access.system)
-    throw new SvcError('system_app', `${name} is a system application and cannot be changed through the API`);
-}
+/** The registration body: a JSON object whose `name`, if any, is the path's. */
+const registrationBody = z.custom<Record<string, unknown>>(
+  (value) => typeof value === 'object' && value !== null && !Array.isArray(value),
+  { error: 'the application definition must be a JSON object' },
+);
 
 export const appOperations: Operation<Services>[] = [
-  {
+  defineOperation<Services>({
     id: 'listApplications',
     method: 'GET',
     path: '/svc/applications',
     access: { kind: 'permission', permission: 'app-view-all' },
-    summary: 'List applications with their runtime fields',
-    async handle(context) {
-      const admin = isAdmin(context.principal!);
-      const apps = context.services.supervisor.list().filter((app) => admin || app['system'] !== true);
-      return json(apps);
+    summary: 'List applications with their runtime fields (system applications for svc-admin only)',
+    responses: [{ status: 200, description: 'the applications', json: AppList }],
+    async handle({ services, grant }) {
+      return json(services.supervisor.list().filter((app) => grant.seesSystemApps || app['system'] !== true));
     },
-  },
-  {
+  }),
+  defineOperation<Services>({
     id: 'getApplication',
     method: 'GET',
     path: '/svc/app/{name}',
-    access: { kind: 'authenticated' },
+    access: {
+      kind: 'app',
+      permission: 'app-view',
+      app: { from: 'path' },
+      missing: 'not-found',
+      changes: false,
+    },
     summary: 'One application (needs app-view for own or shared apps, app-view-all for any)',
-    async handle(context) {
-      const name = context.params['name']!;
-      const access = appAccess(context, name);
-      const principal = context.principal!;
-      // Refused first, like every other operation (authorizer.ts): the code says why.
-      if (principal.status === 'tombstoned')
-        throw new SvcError('principal_tombstoned', 'the principal record was deleted');
-      if (!principal.permissions.has('app-view-all')) {
-        if (!principal.permissions.has('app-view'))
-          throw new SvcError('forbidden', 'permission app-view is required');
-        authorizeApp(principal, 'app-view', { owner: access.owner, shared: access.shared });
-      }
-      const app = context.services.supervisor.get(name);
-      if (app === undefined) throw new SvcError('app_not_found', `no application named ${name}`);
+    responses: [{ status: 200, description: 'the application', json: AppView }],
+    async handle({ params, services }) {
+      const app = services.supervisor.get(params['name']!);
+      if (app === undefined) throw appNotFound(params['name']!);
       return json(app);
     },
-  },
-  {
+  }),
+  defineOperation<Services, z.ZodType<{ subscribe_events?: string | undefined }>, typeof registrationBody>({
     id: 'registerApplication',
     method: 'PUT',
     path: '/svc/app/{name}',
-    access: { kind: 'permission', permission: 'app-reg' },
+    access: {
+      kind: 'app',
+      permission: 'app-reg',
+      app: { from: 'path' },
+      missing: 'new',
+      changes: true,
+      withQuery: { name: 'subscribe_events', permission: 'app-subscribe' },
+    },
     summary: 'Register or replace an application',
-    jsonBody: true,
-    query: [
-      {
-        name: 'subscribe_events',
+    body: { kind: 'json', schema: registrationBody, doc: AppDefinition, errorCode: 'invalid_app' },
+    query: z.object({
+      subscribe_events: z.string().optional().meta({
         description:
           'comma-separated event names (empty = all) to subscribe this TCP/WSS connection to, atomically with the registration (405 over plain HTTP); the answer adds subscription_id',
-      },
-    ],
-    async handle(context) {
-      const name = context.params['name']!;
-      const subscribeQuery = context.request.query['subscribe_events'];
-      const connection = subscribeQuery === undefined ? undefined : persistentConnection(context.request);
+      }),
+    }),
+    responses: [{ status: 200, description: 'the registered application', json: AppViewSubscribed }],
+    async handle({ request, params, input, principal, grant, services }) {
+      const name = params['name']!;
+      const subscribeQuery = input.query.subscribe_events;
+      const connection = subscribeQuery === undefined ? undefined : persistentConnection(request);
       const selection =
         subscribeQuery === undefined ? undefined : parseEventList(subscribeQuery, 'subscribe_events');
-      const body = parseJsonBody(context.request.body);
-      if (typeof body !== 'object' || body === null || Array.isArray(body))
-        throw new SvcError('invalid_app', 'the application definition must be a JSON object');
-      const definition = body as Record<string, unknown>;
+      const definition = input.body;
       if (definition['name'] !== undefined && definition['name'] !== name)
         throw new SvcError(
           'invalid_app',
           `name: ${JSON.stringify(definition['name']).slice(0, 130)} does not match the path name "${name}"`,
         );
-      const existing = context.services.supervisor.access(name);
-      let owner = context.principal!.id;
-      if (existing !== undefined) {
-        refuseSystem(existing, name);
-        authorizeApp(context.principal!, 'app-reg', { owner: existing.owner, shared: existing.shared });
-        owner = existing.owner ?? owner;
-      }
-      if (connection === undefined || selection === undefined) {
-        return json(await context.services.supervisor.register({ ...definition, name }, owner));
-      }
+      const owner = grant.app?.owner ?? principal!.id;
+      if (connection === undefined || selection === undefined)
+        return json(await services.supervisor.register({ ...definition, name }, owner));
       // Atomic registration + subscription: the subscription exists before the process can start,
       // so even a process that exits in microseconds has its START, STDOUT and EXIT delivered.
-      const principal = context.principal!;
-      authorizeApp(principal, 'app-subscribe', { owner, shared: existing?.shared ?? [] });
-      const subscription = context.services.events.subscribe(connection, principal, name, selection);
+      const subscription = services.events.subscribe(connection, principal!, name, selection);
       let app;
       try {
-        app = await context.services.supervisor.register({ ...definition, name }, owner);
+        app = await services.supervisor.register({ ...definition, name }, owner);
       } catch (error) {
-        context.services.events.discard(subscription);
+        services.events.discard(subscription);
         throw error;
       }
       return json({ ...app, subscription_id: subscriptionBody(subscription).subscription_id });
     },
-  },
-  {
+  }),
+  defineOperation<Services>({
     id: 'deleteApplication',
     method: 'DELETE',
     path: '/svc/app/{name}',
-    access: { kind: 'authenticated' },
+    access: {
+      kind: 'app',
+      permission: 'app-delete',
+      app: { from: 'path' },
+      missing: 'not-found',
+      changes: true,
+    },
     summary: 'Remove an application (its owner needs no permission; others need app-delete)',
-    async handle(context) {
-      const name = context.params['name']!;
-      const access = appAccess(context, name);
-      refuseSystem(access, name);
-      const principal = context.principal!;
-      if (principal.status === 'tombstoned')
-        throw new SvcError('principal_tombstoned', 'the principal record was deleted');
-      if (access.owner !== principal.id) {
-        if (!principal.permissions.has('app-delete'))
-          throw new SvcError('forbidden', 'permission app-delete is required');
-        authorizeApp(principal, 'app-delete', { owner: access.owner, shared: access.shared });
-      }
-      await context.services.supervisor.remove(name);
+    responses: [{ status: 200, description: 'removed', json: AppRemoved }],
+    async handle({ params, services }) {
+      const name = params['name']!;
+      await services.supervisor.remove(name);
       return json({ name, removed: true });
     },
-  },
-  ...(['enable', 'disable'] as const).map((action): Operation<Services> => ({
-    id: `${action}Application`,
-    method: 'POST',
-    path: `/svc/app/{name}/${action}`,
-    access: { kind: 'permission', permission: 'app-control' },
-    summary: `${action === 'enable' ? 'Enable' : 'Disable'} an application`,
-    async handle(context) {
-      const name = context.params['name']!;
-      refuseSystem(requireAppPermission(context, name, 'app-control'), name);
-      const supervisor = context.services.supervisor;
-      return json(action === 'enable' ? await supervisor.enable(name) : await supervisor.disable(name));
-    },
-  })),
-  {
+  }),
+  ...(['enable', 'disable'] as const).map((action) =>
+    defineOperation<Services>({
+      id: `${action}Application`,
+      method: 'POST',
+      path: `/svc/app/{name}/${action}`,
+      access: {
+        kind: 'app',
+        permission: 'app-control',
+        app: { from: 'path' },
+        missing: 'not-found',
+        changes: true,
+      },
+      summary: `${action === 'enable' ? 'Enable' : 'Disable'} an application`,
+      responses: [{ status: 200, description: 'the application', json: AppView }],
+      async handle({ params, services }) {
+        const name = params['name']!;
+        const supervisor = services.supervisor;
+        return json(action === 'enable' ? await supervisor.enable(name) : await supervisor.disable(name));
+      },
+    }),
+  ),
+  defineOperation<Services>({
     id: 'getApplicationHealth',
     method: 'GET',
     path: '/svc/app/{name}/health',
     access: { kind: 'public' },
     summary: 'Health of an application: body 0 (healthy) or 1 (unhealthy)',
-    async handle(context) {
-      const name = context.params['name']!;
-      const access = context.services.supervisor.access(name);
-      const health = access === undefined ? undefined : context.services.supervisor.health(name);
-      if (health === undefined) throw new SvcError('app_not_found', `no application named ${name}`);
+    responses: [
+      { status: 200, description: 'healthy: body "0"', media: 'text/plain' },
+      { status: 503, description: 'unhealthy: body "1"', media: 'text/plain' },
+    ],
+    async handle({ params, services }) {
+      const name = params['name']!;
+      const health =
+        services.supervisor.access(name) === undefined ? undefined : services.supervisor.health(name);
+      if (health === undefined) throw appNotFound(name);
       return text(String(health), health === 0 ? 200 : 503);
     },
-  },
-  {
+  }),
+  defineOperation<Services, ReturnType<typeof outputQuery>>({
     id: 'getApplicationOutput',
     method: 'GET',
     path: '/svc/app/{name}/output',
-    access: { kind: 'permission', permission: 'app-output-view' },
+    access: {
+      kind: 'app',
+      permission: 'app-output-view',
+      app: { from: 'path' },
+      missing: 'not-found',
+      changes: false,
+    },
     summary: 'Read captured output from a byte position',
-    query: [
-      { name: 'stdout_position', description: 'byte offset to read from (default 0)' },
-      { name: 'stdout_index', description: '0 = current process, N = Nth previous output file' },
-      { name: 'stdout_maxsize', description: 'maximum bytes to return' },
-      { name: 'process_uuid', description: 'read the output of this process only' },
+    query: outputQuery(),
+    responses: [
       {
-        name: 'timeout',
-        description: 'long poll: seconds or ISO 8601 duration to wait for new output or exit',
+        status: 200,
+        description: 'output bytes from stdout_position',
+        media: 'text/plain',
+        headers: {
+          'X-Output-Position': 'the offset to read from next',
+          'X-Exit-Code': 'present once the process exited: its exit code',
+          'X-Exited': '"true" when it exited with an unknown code (adopted process)',
+          'X-Process-Uuid': 'the process the output belongs to',
+        },
       },
     ],
-    async handle(context) {
-      const name = context.params['name']!;
-      requireAppPermission(context, name, 'app-output-view');
-      const q = context.request.query;
-      const processUuid = q['process_uuid'];
-      if (processUuid !== undefined && !/^[A-Za-z0-9-]{1,64}$/.test(processUuid))
-        throw new SvcError('invalid_query', 'process_uuid: not a process uuid');
-      const timeoutMs = optionalDurationMs(q, 'timeout') ?? 0;
-      if (timeoutMs > MAX_LONG_POLL_MS)
-        throw new SvcError('invalid_query', `timeout: at most ${MAX_LONG_POLL_MS / 1000} seconds`);
-      const chunk = await context.services.supervisor.readOutput(name, {
-        position: optionalInteger(q, 'stdout_position', { min: 0, max: Number.MAX_SAFE_INTEGER }) ?? 0,
-        index: optionalInteger(q, 'stdout_index', { min: 0, max: 1000 }) ?? 0,
-        maxSize: optionalInteger(q, 'stdout_maxsize', { min: 1, max: MAX_OUTPUT_BYTES }),
-        processUuid: processUuid === '' ? undefined : processUuid,
-        timeoutMs,
+    async handle({ params, input, services }) {
+      const q = input.query;
+      const chunk = await services.supervisor.readOutput(params['name']!, {
+        position: q.stdout_position ?? 0,
+        index: q.stdout_index ?? 0,
+        maxSize: q.stdout_maxsize,
+        processUuid: q.process_uuid,
+        timeoutMs: q.timeout ?? 0,
       });
       const headers: Record<string, string> = { 'x-output-position': String(chunk.position) };
       if (chunk.exitCode !== undefined) headers['x-exit-code'] = String(chunk.exitCode);
@@ -216,5 +200,28 @@ export const appOperations: Operation<Services>[] = [
       if (chunk.processUuid !== undefined) headers['x-process-uuid'] = chunk.processUuid;
       return text(chunk.output, 200, headers);
     },
-  },
+  }),
 ];
+
+function outputQuery() {
+  return z.object({
+    stdout_position: integerParam('stdout_position', 'byte offset to read from (default 0)', {
+      min: 0,
+      max: Number.MAX_SAFE_INTEGER,
+    }),
+    stdout_index: integerParam('stdout_index', '0 = current process, N = Nth previous output file', {
+      min: 0,
+      max: 1000,
+    }),
+    stdout_maxsize: integerParam('stdout_maxsize', 'maximum bytes to return', {
+      min: 1,
+      max: MAX_OUTPUT_BYTES,
+    }),
+    process_uuid: patternParam(
+      'process_uuid',
+      'read the output of this process only',
+      /^[A-Za-z0-9-]{1,64}$/,
+    ),
+    timeout: durationParam('timeout', 'long poll: wait this long for new output or exit', MAX_LONG_POLL_MS),
+  });
+}

@@ -3,15 +3,17 @@ import { authConfigDocument, protectedResourceDocument, publicBaseUrl } from '..
 import { buildOpenApiDocument } from '../openapi.ts';
 import { json } from '../responses.ts';
 import type { Services } from '../services.ts';
-import type { Operation } from '../types.ts';
+import { AnyObject } from '../schemas.ts';
+import { defineOperation, type Operation } from '../types.ts';
 
 export const discoveryOperations: Operation<Services>[] = [
-  {
+  defineOperation<Services>({
     id: 'getAuthConfig',
     method: 'GET',
     path: '/svc/auth/config',
     access: { kind: 'public' },
     summary: 'Sign-in configuration: mode, issuer, audience and the flows offered',
+    responses: [{ status: 200, description: 'the sign-in configuration', json: AnyObject }],
     async handle(context) {
       const c = context.services.config;
       return json(
@@ -23,13 +25,14 @@ export const discoveryOperations: Operation<Services>[] = [
         }),
       );
     },
-  },
-  {
+  }),
+  defineOperation<Services>({
     id: 'getProtectedResourceMetadata',
     method: 'GET',
     path: '/.well-known/oauth-protected-resource',
     access: { kind: 'public' },
     summary: 'OAuth 2.0 protected resource metadata (RFC 9728)',
+    responses: [{ status: 200, description: 'RFC 9728 metadata', json: AnyObject }],
     async handle(context) {
       const c = context.services.config;
       return json(
@@ -40,15 +43,16 @@ export const discoveryOperations: Operation<Services>[] = [
         }),
       );
     },
-  },
-  {
+  }),
+  defineOperation<Services>({
     id: 'getOpenApi',
     method: 'GET',
     path: '/openapi.json',
     access: { kind: 'public' },
     summary: 'The OpenAPI 3.1 document of this API',
+    responses: [{ status: 200, description: 'this document', json: AnyObject }],
     async handle() {
       return json(buildOpenApiDocument());
     },
-  },
+  }),
 ];

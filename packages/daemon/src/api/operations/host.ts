@@ -1,72 +1,83 @@
 // Host operations: labels, writable configuration, resources.
 import { cpus, freemem, loadavg, totalmem, uptime } from 'node:os';
 import { statfs } from 'node:fs/promises';
-import { SvcError } from '@svc/protocol';
-import { json, parseJsonBody } from '../responses.ts';
+import * as z from 'zod';
+import { json } from '../responses.ts';
+import { Config, ConfigUpdate, Labels, Resources } from '../schemas.ts';
 import type { Services } from '../services.ts';
-import type { Operation } from '../types.ts';
+import { defineOperation, type Operation } from '../types.ts';
+import { requiredParam } from './query.ts';
+
+const labelQuery = z.object({ value: requiredParam('value', 'label value') });
+const labels = [{ status: 200, description: 'all labels', json: Labels }] as const;
 
 export const hostOperations: Operation<Services>[] = [
-  {
+  defineOperation<Services>({
     id: 'listLabels',
     method: 'GET',
     path: '/svc/labels',
     access: { kind: 'permission', permission: 'label-view' },
     summary: 'Host labels',
+    responses: labels,
     async handle(context) {
       return json(context.services.hostConfig.labels);
     },
-  },
-  {
+  }),
+  defineOperation<Services, typeof labelQuery>({
     id: 'setLabel',
     method: 'PUT',
     path: '/svc/label/{key}',
     access: { kind: 'permission', permission: 'label-set' },
     summary: 'Set a host label',
-    query: [{ name: 'value', description: 'label value', required: true }],
+    query: labelQuery,
+    responses: labels,
     async handle(context) {
-      const value = context.request.query['value'];
-      if (value === undefined) throw new SvcError('invalid_query', 'value: required');
-      return json(await context.services.hostConfig.setLabel(context.params['key']!, value));
+      return json(
+        await context.services.hostConfig.setLabel(context.params['key']!, context.input.query.value),
+      );
     },
-  },
-  {
+  }),
+  defineOperation<Services>({
     id: 'deleteLabel',
     method: 'DELETE',
     path: '/svc/label/{key}',
     access: { kind: 'permission', permission: 'label-delete' },
     summary: 'Delete a host label',
+    responses: labels,
     async handle(context) {
       return json(await context.services.hostConfig.deleteLabel(context.params['key']!));
     },
-  },
-  {
+  }),
+  defineOperation<Services>({
     id: 'getConfig',
     method: 'GET',
     path: '/svc/config',
     access: { kind: 'permission', permission: 'config-view' },
     summary: 'Effective daemon configuration',
+    responses: [{ status: 200, description: 'the configuration', json: Config }],
     async handle(context) {
       return json(context.services.hostConfig.view());
     },
-  },
-  {
+  }),
+  defineOperation<Services, z.ZodType<Record<string, never>>, typeof ConfigUpdate>({
     id: 'updateConfig',
     method: 'POST',
     path: '/svc/config',
     access: { kind: 'permission', permission: 'config-set' },
     summary: 'Merge a partial configuration; returns the whole',
-    jsonBody: true,
+    body: { kind: 'json', schema: ConfigUpdate },
+    responses: [{ status: 200, description: 'the configuration', json: Config }],
     async handle(context) {
-      return json(await context.services.hostConfig.update(parseJsonBody(context.request.body)));
+      return json(await context.services.hostConfig.update(context.input.body));
     },
-  },
-  {
+  }),
+  defineOperation<Services>({
     id: 'getResources',
     method: 'GET',
     path: '/svc/resources',
     access: { kind: 'permission', permission: 'host-resource-view' },
     summary: 'CPU, memory, load and disks of the host',
+    responses: [{ status: 200, description: 'the resources', json: Resources }],
     async handle(context) {
       const disks: Record<string, unknown>[] = [];
       for (const mount of ['/', context.services.config.workDir]) {
@@ -93,5 +104,5 @@ export const hostOperations: Operation<Services>[] = [
         disks,
       });
     },
-  },
+  }),
 ];

@@ -1,5 +1,6 @@
 // Query parameter parsing shared by operations: every bad value is a 400 that names the parameter.
 import { SvcError } from '@svc/protocol';
+import * as z from 'zod';
 
 /** Integer seconds or an ISO 8601 duration (PT5M, P1DT2H, PT0.5S), returned in milliseconds. */
 export function parseDurationMs(name: string, value: string): number {
@@ -40,4 +41,54 @@ export function optionalInteger(
   if (n < bounds.min || n > bounds.max)
     throw new SvcError('invalid_query', `${name}: must be between ${bounds.min} and ${bounds.max}`);
   return n;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The same parsers as zod fields of an operation's query schema: the wire type is a string (that is
+// what the JSON Schema says), the handler gets the parsed value.
+
+/** Optional duration (integer seconds or ISO 8601), in milliseconds; `max` in ms. */
+export function durationParam(name: string, description: string, max?: number) {
+  return z
+    .string()
+    .optional()
+    .transform((value) => {
+      const ms = value === undefined || value === '' ? undefined : parseDurationMs(name, value);
+      if (ms !== undefined && max !== undefined && ms > max)
+        throw new SvcError('invalid_query', `${name}: at most ${max / 1000} seconds`);
+      return ms;
+    })
+    .meta({ description: `${description} (integer seconds or ISO 8601 duration such as PT5M)` });
+}
+
+/** Optional integer within bounds. */
+export function integerParam(name: string, description: string, bounds: { min: number; max: number }) {
+  return z
+    .string()
+    .optional()
+    .transform((value) => optionalInteger({ [name]: value ?? '' }, name, bounds))
+    .meta({ description: `${description} (integer ${bounds.min}..${bounds.max})` });
+}
+
+/** Optional string matching `pattern`; empty = absent. */
+export function patternParam(name: string, description: string, pattern: RegExp) {
+  return z
+    .string()
+    .optional()
+    .transform((value) => {
+      if (value === undefined || value === '') return undefined;
+      if (!pattern.test(value)) throw new SvcError('invalid_query', `${name}: must match ${pattern.source}`);
+      return value;
+    })
+    .meta({ description, pattern: pattern.source });
+}
+
+/** Optional free string. */
+export function stringParam(description: string) {
+  return z.string().optional().meta({ description });
+}
+
+/** Required string (may be empty). */
+export function requiredParam(name: string, description: string) {
+  return z.string({ error: `${name}: required` }).meta({ description });
 }

@@ -1,89 +1,93 @@
 // One-off runs: POST /svc/app/run (async) and /svc/app/syncrun (wait for the exit).
-import { SvcError } from '@svc/protocol';
-import { json, parseJsonBody, text } from '../responses.ts';
-import type { Services } from '../services.ts';
-import type { Operation, OperationContext } from '../types.ts';
-import { requireAppPermission } from './apps.ts';
-import { optionalDurationMs } from './query.ts';
+import * as z from 'zod';
 import { DEFAULT_RUN_LIFECYCLE_SECONDS } from '../../supervisor/runs.ts';
+import { json, text } from '../responses.ts';
+import { RunDefinition, RunStarted } from '../schemas.ts';
+import type { Services } from '../services.ts';
+import { defineOperation, type Operation } from '../types.ts';
+import { durationParam } from './query.ts';
 
-const MAX_RUN_SECONDS = 24 * 3600;
+const MAX_RUN_MS = 24 * 3600 * 1000;
 
-function runInput(context: OperationContext<Services>): {
-  input: unknown;
-  timeoutSeconds: number;
-  lifecycleSeconds: number;
-} {
-  const input = parseJsonBody(context.request.body);
-  if (typeof input !== 'object' || input === null || Array.isArray(input))
-    throw new SvcError('invalid_app', 'the run definition must be a JSON object');
-  const record = input as Record<string, unknown>;
-  // `{name}` without a command runs a copy of an existing app: the caller needs access to it.
-  if (record['command'] === undefined) {
-    if (typeof record['name'] !== 'string')
-      throw new SvcError('invalid_app', 'name: required when no command is given');
-    requireAppPermission(context, record['name'], 'app-view');
-  }
-  // A new command without a name runs as "run-<id>".
-  const named =
-    record['command'] !== undefined && record['name'] === undefined ? { ...record, name: 'run' } : record;
-  const timeoutMs = optionalDurationMs(context.request.query, 'timeout');
-  const lifecycleMs = optionalDurationMs(context.request.query, 'lifecycle');
-  for (const [key, ms] of [
-    ['timeout', timeoutMs],
-    ['lifecycle', lifecycleMs],
-  ] as const)
-    if (ms !== undefined && ms > MAX_RUN_SECONDS * 1000)
-      throw new SvcError('invalid_query', `${key}: at most ${MAX_RUN_SECONDS} seconds`);
-  return {
-    input: named,
-    timeoutSeconds: timeoutMs === undefined ? 0 : timeoutMs / 1000,
-    // Without `lifecycle` the transient app is kept DEFAULT_RUN_LIFECYCLE_SECONDS after its exit, so
-    // a client can still read the last output and the exit code (lifecycle=0 removes it at once).
-    lifecycleSeconds: lifecycleMs === undefined ? DEFAULT_RUN_LIFECYCLE_SECONDS : lifecycleMs / 1000,
-  };
+/** The run body: a JSON object (validated as an application definition by the supervisor). */
+const runBody = z.record(z.string(), z.unknown(), { error: 'the run definition must be a JSON object' });
+
+/** A new command without a name runs as "run-<id>"; `{name}` alone runs a copy of that app. */
+function named(input: Record<string, unknown>): Record<string, unknown> {
+  return input['command'] !== undefined && input['name'] === undefined ? { ...input, name: 'run' } : input;
 }
 
+const asyncQuery = z.object({
+  timeout: durationParam('timeout', 'stop the run after this duration', MAX_RUN_MS),
+  lifecycle: durationParam('lifecycle', 'remove the transient app this long after it exits', MAX_RUN_MS),
+});
+const syncQuery = z.object({
+  timeout: durationParam('timeout', 'stop the run after this duration (default 10 s)', MAX_RUN_MS),
+});
+
 export const runOperations: Operation<Services>[] = [
-  {
+  defineOperation<Services, typeof asyncQuery, typeof runBody>({
     id: 'runApplication',
     method: 'POST',
     path: '/svc/app/run',
-    access: { kind: 'permission', permission: 'app-run-async' },
+    access: {
+      kind: 'app',
+      permission: 'app-run-async',
+      app: { from: 'body-copy' },
+      missing: 'not-found',
+      changes: false,
+    },
     summary: 'Start a one-off run; returns the transient app name and process uuid',
-    jsonBody: true,
-    query: [
-      { name: 'timeout', description: 'stop the run after this duration' },
-      { name: 'lifecycle', description: 'remove the transient app this long after it exits' },
-    ],
-    async handle(context) {
-      const { input, timeoutSeconds, lifecycleSeconds } = runInput(context);
-      const result = await context.services.supervisor.run(
-        input,
-        { timeoutSeconds, lifecycleSeconds },
-        context.principal!.id,
+    body: { kind: 'json', schema: runBody, doc: RunDefinition, errorCode: 'invalid_app' },
+    query: asyncQuery,
+    responses: [{ status: 200, description: 'the run started', json: RunStarted }],
+    async handle({ input, principal, services }) {
+      const { timeout, lifecycle } = input.query;
+      const result = await services.supervisor.run(
+        named(input.body),
+        {
+          timeoutSeconds: timeout === undefined ? 0 : timeout / 1000,
+          // Without `lifecycle` the transient app is kept DEFAULT_RUN_LIFECYCLE_SECONDS after its exit,
+          // so a client can still read the last output and the exit code (lifecycle=0 removes it).
+          lifecycleSeconds: lifecycle === undefined ? DEFAULT_RUN_LIFECYCLE_SECONDS : lifecycle / 1000,
+        },
+        principal!.id,
       );
       return json(result);
     },
-  },
-  {
+  }),
+  defineOperation<Services, typeof syncQuery, typeof runBody>({
     id: 'syncRunApplication',
     method: 'POST',
     path: '/svc/app/syncrun',
-    access: { kind: 'permission', permission: 'app-run-sync' },
+    access: {
+      kind: 'app',
+      permission: 'app-run-sync',
+      app: { from: 'body-copy' },
+      missing: 'not-found',
+      changes: false,
+    },
     summary: 'Run to completion; returns the output with X-Exit-Code',
-    jsonBody: true,
-    query: [{ name: 'timeout', description: 'stop the run after this duration (default 10 s)' }],
-    async handle(context) {
-      const { input, timeoutSeconds } = runInput(context);
-      const result = await context.services.supervisor.syncRun(
-        input,
-        { timeoutSeconds: timeoutSeconds === 0 ? 10 : timeoutSeconds, lifecycleSeconds: 0 },
-        context.principal!.id,
+    body: { kind: 'json', schema: runBody, doc: RunDefinition, errorCode: 'invalid_app' },
+    query: syncQuery,
+    responses: [
+      {
+        status: 200,
+        description: 'the whole output',
+        media: 'text/plain',
+        headers: { 'X-Exit-Code': 'exit code of the run (absent when it was stopped by the timeout)' },
+      },
+    ],
+    async handle({ input, principal, services }) {
+      const timeout = input.query.timeout;
+      const result = await services.supervisor.syncRun(
+        named(input.body),
+        { timeoutSeconds: timeout === undefined || timeout === 0 ? 10 : timeout / 1000, lifecycleSeconds: 0 },
+        principal!.id,
       );
       const headers: Record<string, string> = {};
       if (result.exitCode !== undefined) headers['x-exit-code'] = String(result.exitCode);
       return text(result.output, 200, headers);
     },
-  },
+  }),
 ];

@@ -2,15 +2,19 @@
 // wait for its result; the app's managed process fetches tasks (GET) and returns results (PUT),
 // authenticated only by its process key. Queue semantics live in tasks/task-queues.ts.
 import { SvcError } from '@svc/protocol';
-import { authenticateWorker } from '../../tasks/worker-auth.ts';
+import * as z from 'zod';
 import type { Fetch, TaskBody } from '../../tasks/task-queues.ts';
 import { json } from '../responses.ts';
+import { TaskDelivered, TasksCancelled } from '../schemas.ts';
 import type { Services } from '../services.ts';
-import type { ApiResponse, Operation, OperationContext, PersistentConnection } from '../types.ts';
-import { requireAppPermission } from './apps.ts';
-import { optionalDurationMs } from './query.ts';
-
-type Ctx = OperationContext<Services>;
+import {
+  defineOperation,
+  type ApiRequest,
+  type ApiResponse,
+  type Operation,
+  type PersistentConnection,
+} from '../types.ts';
+import { durationParam, patternParam } from './query.ts';
 
 export const DEFAULT_TASK_TIMEOUT_MS = 60_000;
 const MAX_TASK_TIMEOUT_MS = 24 * 3600 * 1000;
@@ -19,34 +23,42 @@ const MAX_FETCH_TIMEOUT_MS = 300_000;
 const TASK_ID = /^[A-Za-z0-9_.-]{1,128}$/;
 const DEFAULT_CONTENT_TYPE = 'application/octet-stream';
 
-function bodyOf(context: Ctx): TaskBody {
-  const type = context.request.headers['content-type'];
+function bodyOf(request: ApiRequest): TaskBody {
+  const type = request.headers['content-type'];
   return {
-    body: context.request.body,
+    body: request.body,
     contentType: type === undefined || type === '' ? DEFAULT_CONTENT_TYPE : type.slice(0, 256),
   };
 }
 
-function taskIdQuery(context: Ctx): string | undefined {
-  const id = context.request.query['task_id'];
-  if (id === undefined || id === '') return undefined;
-  if (!TASK_ID.test(id)) throw new SvcError('invalid_query', 'task_id: must match ^[A-Za-z0-9_.-]{1,128}$');
-  return id;
+const taskId = (description: string) => patternParam('task_id', description, TASK_ID);
+
+/** A duration query parameter `timeout` in ms, `fallback` when absent, within [min, max]. */
+function boundedTimeout(description: string, fallback: number, max: number, min: number) {
+  return durationParam('timeout', description, max).transform((ms) => {
+    if (ms !== undefined && ms < min) throw new SvcError('invalid_query', `timeout: at least ${min} ms`);
+    return ms ?? fallback;
+  });
 }
 
-function boundedTimeout(context: Ctx, fallback: number, max: number, min: number): number {
-  const ms = optionalDurationMs(context.request.query, 'timeout') ?? fallback;
-  if (ms > max) throw new SvcError('invalid_query', `timeout: at most ${max / 1000} seconds`);
-  if (ms < min) throw new SvcError('invalid_query', `timeout: at least ${min} ms`);
-  return ms;
-}
-
-function worker(context: Ctx): string {
-  const name = context.params['name']!;
-  const services = context.services;
-  authenticateWorker(context.request, name, (app, key) => services.verifyProcessKey(app, key));
-  return name;
-}
+const submitQuery = z.object({
+  timeout: boundedTimeout(
+    'wait this long for the result (default 60 s); 408 after it',
+    DEFAULT_TASK_TIMEOUT_MS,
+    MAX_TASK_TIMEOUT_MS,
+    1,
+  ),
+  task_id: taskId('caller-chosen task id so that DELETE ?task_id= can cancel it'),
+});
+const cancelQuery = z.object({ task_id: taskId('cancel only this task') });
+const fetchQuery = z.object({
+  timeout: boundedTimeout(
+    'long poll: wait this long for a task (default 30 s, 0 = do not wait)',
+    DEFAULT_FETCH_TIMEOUT_MS,
+    MAX_FETCH_TIMEOUT_MS,
+    0,
+  ),
+});
 
 /**
  * Waiting fetches of one persistent connection, cancelled together when it closes. One onClose
@@ -75,32 +87,35 @@ function noContent(): ApiResponse {
 }
 
 export const taskOperations: Operation<Services>[] = [
-  {
+  defineOperation<Services, typeof submitQuery>({
     id: 'runTask',
     method: 'POST',
     path: '/svc/app/{name}/task',
-    access: { kind: 'permission', permission: 'app-run-task' },
+    access: {
+      kind: 'app',
+      permission: 'app-run-task',
+      app: { from: 'path' },
+      missing: 'not-found',
+      changes: false,
+    },
     summary:
       "Send a task payload (any content type) to the app's worker and wait for its result (200, the worker's content type)",
-    query: [
+    query: submitQuery,
+    body: { kind: 'raw', description: 'the task payload, any content type' },
+    responses: [
       {
-        name: 'timeout',
-        description: 'seconds or ISO 8601 duration to wait for the result (default 60 s); 408 after it',
-      },
-      {
-        name: 'task_id',
-        description: 'caller-chosen task id (^[A-Za-z0-9_.-]{1,128}$) so that DELETE ?task_id= can cancel it',
+        status: 200,
+        description: "the worker's result, in the worker's content type",
+        media: '*/*',
+        headers: { 'X-Task-Id': 'the task id' },
       },
     ],
-    async handle(context) {
-      const name = context.params['name']!;
-      requireAppPermission(context, name, 'app-run-task');
-      const timeoutMs = boundedTimeout(context, DEFAULT_TASK_TIMEOUT_MS, MAX_TASK_TIMEOUT_MS, 1);
-      const { task, result } = context.services.tasks.submit(name, {
-        payload: bodyOf(context),
-        submittedBy: context.principal!.id,
-        timeoutMs,
-        id: taskIdQuery(context),
+    async handle({ request, params, input, principal, services }) {
+      const { task, result } = services.tasks.submit(params['name']!, {
+        payload: bodyOf(request),
+        submittedBy: principal!.id,
+        timeoutMs: input.query.timeout,
+        id: input.query.task_id,
       });
       const answer = await result;
       return {
@@ -110,41 +125,51 @@ export const taskOperations: Operation<Services>[] = [
         body: answer.body,
       };
     },
-  },
-  {
+  }),
+  defineOperation<Services, typeof cancelQuery>({
     id: 'cancelTasks',
     method: 'DELETE',
     path: '/svc/app/{name}/task',
-    access: { kind: 'permission', permission: 'app-run-task' },
+    access: {
+      kind: 'app',
+      permission: 'app-run-task',
+      app: { from: 'path' },
+      missing: 'not-found',
+      changes: false,
+    },
     summary:
       "Cancel the caller's outstanding tasks of the app (or one with task_id); their POSTs get 409 task_cancelled",
-    query: [{ name: 'task_id', description: 'cancel only this task' }],
-    async handle(context) {
-      const name = context.params['name']!;
-      requireAppPermission(context, name, 'app-run-task');
-      const cancelled = context.services.tasks.cancel(name, context.principal!.id, taskIdQuery(context));
+    query: cancelQuery,
+    responses: [{ status: 200, description: 'how many were cancelled', json: TasksCancelled }],
+    async handle({ params, input, principal, services }) {
+      const name = params['name']!;
+      const cancelled = services.tasks.cancel(name, principal!.id, input.query.task_id);
       return json({ app_name: name, cancelled });
     },
-  },
-  {
+  }),
+  defineOperation<Services, typeof fetchQuery>({
     id: 'fetchTask',
     method: 'GET',
     path: '/svc/app/{name}/task',
-    access: { kind: 'process-key' },
+    access: { kind: 'process-key', app: 'path' },
     summary:
       'Worker: take the next task (header X-Svc-Process-Key); 200 with the payload and X-Task-Id, or 204 after the long poll',
-    query: [
+    query: fetchQuery,
+    responses: [
       {
-        name: 'timeout',
-        description:
-          'long poll: seconds or ISO 8601 duration to wait for a task (default 30 s, 0 = do not wait)',
+        status: 200,
+        description: 'the task payload, in the submitter content type',
+        media: '*/*',
+        headers: {
+          'X-Task-Id': 'the task id',
+          'X-Task-Deadline': 'ISO 8601 time the submitter stops waiting',
+        },
       },
+      { status: 204, description: 'no task within the long poll', media: 'none' },
     ],
-    async handle(context) {
-      const name = worker(context);
-      const timeoutMs = boundedTimeout(context, DEFAULT_FETCH_TIMEOUT_MS, MAX_FETCH_TIMEOUT_MS, 0);
-      const fetch = context.services.tasks.fetch(name, timeoutMs);
-      const forget = cancelOnClose(context.request.connection, fetch);
+    async handle({ request, params, input, services }) {
+      const fetch = services.tasks.fetch(params['name']!, input.query.timeout);
+      const forget = cancelOnClose(request.connection, fetch);
       try {
         const task = await fetch.task;
         if (task === undefined) return noContent();
@@ -158,22 +183,24 @@ export const taskOperations: Operation<Services>[] = [
         forget();
       }
     },
-  },
-  {
+  }),
+  defineOperation<Services>({
     id: 'returnTaskResult',
     method: 'PUT',
     path: '/svc/app/{name}/task',
-    access: { kind: 'process-key' },
+    access: { kind: 'process-key', app: 'path' },
     summary:
       'Worker: return the result of task X-Task-Id (header X-Svc-Process-Key); the body and content type reach the submitter',
-    async handle(context) {
-      const name = worker(context);
-      const id = context.request.headers['x-task-id'];
+    body: { kind: 'raw', description: 'the result, any content type' },
+    responses: [{ status: 200, description: 'delivered to the submitter', json: TaskDelivered }],
+    async handle({ request, params, services }) {
+      const name = params['name']!;
+      const id = request.headers['x-task-id'];
       if (id === undefined || id === '')
         throw new SvcError('bad_request', 'the X-Task-Id header (from the fetch response) is required');
       if (!TASK_ID.test(id)) throw new SvcError('bad_request', 'X-Task-Id: not a task id');
-      context.services.tasks.complete(name, id, bodyOf(context));
+      services.tasks.complete(name, id, bodyOf(request));
       return json({ app_name: name, task_id: id, delivered: true });
     },
-  },
+  }),
 ];

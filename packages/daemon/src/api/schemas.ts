@@ -1,0 +1,217 @@
+// Wire shapes of request and response bodies, as zod schemas. They are the operations' declared
+// schemas (api/types.ts) and, exported with z.toJSONSchema, the components of spec/openapi.json.
+// Validation of an application definition stays in model/app-definition.ts (parseAppDefinition,
+// run by the supervisor with the definition it replaces); AppDefinition here describes that input
+// for other languages, and test/api/schemas.test.ts keeps its field list equal to the model's.
+import { ERROR_CODES, PERMISSIONS, type Permission } from '@svc/protocol';
+import * as z from 'zod';
+import { EXIT_ACTIONS } from '../model/app-definition.ts';
+
+const NAME = '^[A-Za-z0-9_.-]{1,128}$';
+
+const duration = z
+  .union([z.number().int().min(0), z.string()])
+  .meta({ description: 'whole seconds, or an ISO 8601 duration such as PT5M or P2DT12H' });
+const instant = z
+  .union([z.number(), z.string()])
+  .meta({ description: 'epoch seconds or ISO 8601 date-time; answers give ISO 8601 UTC' });
+const stringMap = z.record(z.string(), z.string());
+
+const appFields = {
+  name: z.string().regex(new RegExp(NAME)).meta({ description: 'unique name; equals the path name' }),
+  description: z.string().optional(),
+  command: z.string().min(1).meta({ description: 'command line (multi-line only with shell: true)' }),
+  shell: z.boolean().optional().meta({ description: 'run through /bin/sh -c' }),
+  working_dir: z.string().optional().meta({ description: 'absolute path' }),
+  env: stringMap.optional(),
+  sec_env: stringMap
+    .optional()
+    .meta({
+      description: 'secret variables: encrypted at rest, shown as ******; sending ****** back keeps a value',
+    }),
+  metadata: z.unknown().optional().meta({ description: "written to the process's stdin" }),
+  status: z
+    .union([z.literal(0), z.literal(1)])
+    .optional()
+    .meta({ description: '1 enabled, 0 disabled' }),
+  health_check_cmd: z.string().optional(),
+  stdout_cache_num: z.number().int().min(0).max(100).optional(),
+  start_time: instant.optional(),
+  end_time: instant.optional(),
+  start_interval_seconds: z
+    .union([z.number(), z.string()])
+    .optional()
+    .meta({ description: 'interval (duration), or a cron expression when cron is true' }),
+  cron: z.boolean().optional(),
+  daily_limitation: z.object({ daily_start: z.string(), daily_end: z.string() }).optional(),
+  resource_limit: z
+    .object({ memory_mb: z.number().int().min(1).optional(), cpu_shares: z.number().int().optional() })
+    .optional(),
+  behavior: z
+    .object({
+      exit: z.enum(EXIT_ACTIONS).optional(),
+      control: z.record(z.string(), z.enum(EXIT_ACTIONS)).optional(),
+    })
+    .optional(),
+  retention: duration.optional(),
+  permission: z.array(z.string()).optional().meta({ description: 'principal ids the app is shared with' }),
+  pid: z.number().int().optional().meta({ description: 'adopt this running process' }),
+  owner: z.string().optional().meta({ description: 'server-set: the registering principal' }),
+  system: z.boolean().optional().meta({ description: 'server-set: a bundled system application' }),
+  register_time: instant.optional().meta({ description: 'server-set' }),
+};
+
+/** PUT /svc/app/{name} body. Unknown fields are refused; runtime fields of AppView are ignored. */
+export const AppDefinition = z.object(appFields).meta({ id: 'AppDefinition' });
+
+/** The fields AppDefinition documents (compared with the model's in a test). */
+export const APP_DEFINITION_DOC_FIELDS: readonly string[] = Object.keys(appFields);
+
+/** An application as GET returns it: the definition plus runtime fields. */
+export const AppView = z
+  .looseObject({
+    ...appFields,
+    state: z.string().optional(),
+    process_uuid: z.string().optional(),
+    return_code: z.number().int().nullable().optional(),
+    health: z.union([z.literal(0), z.literal(1)]).optional(),
+    memory: z.number().optional(),
+    cpu: z.number().optional(),
+    processes: z.number().int().optional(),
+    starts: z.number().int().optional(),
+    last_start_time: z.string().optional(),
+    last_exit_time: z.string().optional(),
+    next_start_time: z.string().optional(),
+    last_error: z.string().optional(),
+    stdout_cache_size: z.number().int().optional(),
+    adopted: z.boolean().optional(),
+    output_captured: z.boolean().optional(),
+    transient: z.boolean().optional(),
+    resource_limit_status: z.string().optional(),
+  })
+  .meta({ id: 'AppView' });
+
+export const AppList = z.array(AppView);
+
+/** The atomic register-and-subscribe answer adds the subscription id. */
+export const AppViewSubscribed = AppView.extend({ subscription_id: z.string().optional() });
+
+export const AppRemoved = z.object({ name: z.string(), removed: z.literal(true) });
+
+/** POST /svc/app/run and /svc/app/syncrun body: a definition, or `{name}` to run a copy. */
+export const RunDefinition = z.record(z.string(), z.unknown()).meta({
+  id: 'RunDefinition',
+  description:
+    'an AppDefinition with `command` (name optional, default "run"), or {"name": "<app>"} to run a copy of a registered application',
+});
+
+export const RunStarted = z.object({ name: z.string(), process_uuid: z.string() }).meta({ id: 'RunStarted' });
+
+const permissionEnum = z.enum(PERMISSIONS as unknown as [Permission, ...Permission[]]);
+
+export const Self = z
+  .object({
+    principal_id: z.string(),
+    roles: z.array(z.string()),
+    permissions: z.array(permissionEnum),
+    status: z.enum(['active', 'tombstoned']),
+    expires_at: z.number().optional(),
+  })
+  .meta({ id: 'Self' });
+
+export const Principal = z
+  .object({ id: z.string(), roles: z.array(z.string()), status: z.enum(['active', 'tombstoned']) })
+  .meta({ id: 'Principal' });
+
+export const PrincipalList = z.array(Principal);
+
+export const PrincipalAnswer = z.object({
+  principal_id: z.string(),
+  id: z.string(),
+  roles: z.array(z.string()),
+  status: z.enum(['active', 'tombstoned']),
+});
+
+export const RoleMap = z.record(z.string(), z.array(permissionEnum)).meta({ id: 'Roles' });
+
+export const PermissionList = z.array(permissionEnum);
+
+/** POST /svc/role/{role}: a list of permissions, bare or wrapped. */
+export const RolePermissions = z.union([
+  z.array(permissionEnum).max(PERMISSIONS.length * 2),
+  z.object({ permissions: z.array(permissionEnum).max(PERMISSIONS.length * 2) }),
+]);
+
+export const RoleNames = z.object({
+  roles: z.array(z.string().regex(new RegExp(NAME))).max(64),
+});
+
+export const Labels = z.record(z.string(), z.string()).meta({ id: 'Labels' });
+
+export const Config = z
+  .looseObject({
+    host_name: z.string(),
+    listen_address: z.string(),
+    rest_port: z.number().int(),
+    tcp_port: z.number().int(),
+    agent_port: z.number().int(),
+    metrics_port: z.number().int().nullable(),
+    auth_mode: z.string(),
+    oidc_issuer: z.string(),
+    oidc_audience: z.string(),
+    log_level: z.enum(['debug', 'info', 'warn', 'error']),
+    stop_grace_seconds: z.number(),
+    forward_targets: z.array(z.string()),
+    forward_ca_file: z.string().nullable(),
+    labels: z.record(z.string(), z.string()),
+    cluster: z.boolean(),
+    limits: z.record(z.string(), z.number()),
+  })
+  .meta({ id: 'Config' });
+
+/** POST /svc/config: the writable keys (validated by the config store, which names the key). */
+export const ConfigUpdate = z.record(z.string(), z.unknown()).meta({
+  id: 'ConfigUpdate',
+  description: 'a partial configuration: log_level, stop_grace_seconds, forward_targets, labels',
+});
+
+export const Resources = z
+  .object({
+    host_name: z.string(),
+    cpu_cores: z.number().int(),
+    cpu_model: z.string(),
+    mem_total_bytes: z.number(),
+    mem_free_bytes: z.number(),
+    load_average: z.array(z.number()),
+    uptime_seconds: z.number(),
+    disks: z.array(z.object({ path: z.string(), total_bytes: z.number(), free_bytes: z.number() })),
+  })
+  .meta({ id: 'Resources' });
+
+export const Subscribed = z
+  .object({ subscription_id: z.string(), app_name: z.string(), events: z.array(z.string()) })
+  .meta({ id: 'Subscription' });
+
+export const Unsubscribed = z.object({
+  subscription_id: z.string(),
+  app_name: z.string(),
+  removed: z.literal(true),
+});
+
+export const TasksCancelled = z.object({ app_name: z.string(), cancelled: z.number().int() });
+
+export const TaskDelivered = z.object({
+  app_name: z.string(),
+  task_id: z.string(),
+  delivered: z.literal(true),
+});
+
+export const AnyObject = z.record(z.string(), z.unknown());
+
+/** Every error body. */
+export const ErrorBody = z
+  .object({
+    error: z.enum(Object.keys(ERROR_CODES) as [string, ...string[]]),
+    message: z.string(),
+  })
+  .meta({ id: 'Error' });
