@@ -1,243 +1,420 @@
-// Every endpoint × every role × REST and TCP, against a real daemon, with the expectation written
-// from CONTRACT §5–§6 (not read from the daemon's own table): allowed, 403 (authenticated, not
-// permitted) or 401. WSS shares the dispatcher with TCP (see same-over-transports.test.ts).
+// The authorization matrix, generated from spec/access.json: every operation × every built-in role
+// (plus the `developer` test principal that owns apps) × REST and TCP, plus no token over REST,
+// against a real daemon. The rule of each operation comes from access.json; the expectation is this
+// file's own reading of the rule kinds (written from spec/access.json's `kinds`, not from
+// auth/access-rules.ts). Only the operation's success status counts as allowed: a 404, 405 or 500
+// is never "allowed". A denied caller gets 403 (process-key operations: the key's own refusal).
+// WSS shares the dispatcher with TCP (see same-over-transports.test.ts).
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BUILTIN_ROLES, type Permission } from '@svc/protocol';
 import {
   DEVELOPER_ROLE,
+  TEST_PRINCIPALS,
   startTestDaemon,
   type ApiClient,
   type CallOptions,
   type TestDaemon,
   type TestRole,
 } from '@svc/testkit';
-import { operations } from '../../src/api/operations/index.ts';
+
+interface AppLocator {
+  from: 'path' | 'body-copy';
+}
+type Rule =
+  | { kind: 'public' | 'authenticated' }
+  | { kind: 'permission'; permission: Permission; also?: Permission[] }
+  | {
+      kind: 'app';
+      permission: Permission;
+      app: AppLocator;
+      missing: 'not-found' | 'new';
+      changes: boolean;
+      withQuery?: { name: string; permission: Permission };
+    }
+  | { kind: 'subscription-owner'; permission: Permission; app: 'path' | 'any' }
+  | { kind: 'process-key'; app: 'path' | 'agent' };
+
+interface AccessEntry {
+  method: string;
+  path: string;
+  success: number;
+  rule: Rule;
+}
+
+const ACCESS = JSON.parse(
+  readFileSync(join(import.meta.dirname, '../../../../spec/access.json'), 'utf8'),
+) as { operations: Record<string, AccessEntry> };
+
+const WORKER = join(import.meta.dirname, '../tasks/worker.ts');
+const ROLES: TestRole[] = ['admin', 'viewer', 'maintenance', 'nobody', 'developer'];
+type Transport = 'rest' | 'tcp';
+
+/** Owners and share lists of the fixture applications (principal ids). */
+const APPS: Record<string, { owner: string; shared: string[] }> = {
+  'admin-app': { owner: TEST_PRINCIPALS.admin.sub, shared: [] },
+  'dev-app': { owner: TEST_PRINCIPALS.developer.sub, shared: [] },
+  'shared-app': { owner: TEST_PRINCIPALS.admin.sub, shared: [TEST_PRINCIPALS.developer.sub] },
+  'worker-app': { owner: TEST_PRINCIPALS.admin.sub, shared: [] },
+};
+
+interface Call {
+  path: string;
+  options?: Omit<CallOptions, 'token'>;
+  /** The fixture app the rule looks at (undefined: a new app, owned by the caller). */
+  app?: string | undefined;
+  /** For subscription-owner rules: who created the subscription used. */
+  subscriptionOwner?: TestRole;
+}
+
+interface Case {
+  /** Shown in the test name. */
+  label: string;
+  /** The concrete call for `role` over `transport`; may create what it needs first (as admin). */
+  call(role: TestRole, transport: Transport): Promise<Call>;
+}
 
 let daemon: TestDaemon;
+const tokens = new Map<TestRole, string>();
+const tcpClients = new Map<TestRole, ApiClient>();
+
+async function admin(method: string, path: string, options: Omit<CallOptions, 'token'> = {}): Promise<void> {
+  const r = await daemon.rest().call(method, path, { ...options, token: tokens.get('admin') });
+  expect(r.status, `${method} ${path}: ${r.text()}`).toBe(200);
+}
+
+async function clientFor(transport: Transport, role: TestRole): Promise<ApiClient> {
+  if (transport === 'rest') return daemon.rest();
+  let client = tcpClients.get(role); // TCP pins one principal per connection
+  if (client === undefined) tcpClients.set(role, (client = await daemon.tcp()));
+  return client;
+}
+
+const fixed =
+  (call: Call): Case['call'] =>
+  () =>
+    Promise.resolve(call);
+
+/** A resource per role and transport, so that every allowed caller can consume its own. */
+const own = (role: TestRole, transport: Transport): string => `${role}-${transport}`;
+
+/** A subscription of `role` to dev-app on its TCP connection, or admin's when `role` cannot subscribe. */
+async function subscriptionFor(role: TestRole, transport: Transport, app: string): Promise<Call> {
+  const path = app === '*' ? '/svc/subscribe' : `/svc/app/${app}/subscribe`;
+  for (const owner of [role, 'admin'] as const) {
+    const client = await clientFor('tcp', owner);
+    const r = await client.call('POST', path, { token: tokens.get(owner), query: { events: 'EXIT' } });
+    if (r.status === 200) {
+      const id = r.json<{ subscription_id: string }>().subscription_id;
+      return {
+        path: app === '*' ? '/svc/subscribe' : `/svc/app/${app}/subscribe`,
+        options: { query: { subscription_id: id } },
+        subscriptionOwner: owner,
+      };
+    }
+  }
+  throw new Error(`no subscription could be made for ${role} over ${transport}`);
+}
+
+const CASES: Record<string, Case[]> = {
+  listApplications: [{ label: 'list', call: fixed({ path: '/svc/applications' }) }],
+  getApplication: ['admin-app', 'dev-app', 'shared-app'].map((app) => ({
+    label: app,
+    call: fixed({ path: `/svc/app/${app}`, app }),
+  })),
+  registerApplication: [
+    {
+      label: 'new app',
+      call: (role, t) =>
+        Promise.resolve({
+          path: `/svc/app/new-${own(role, t)}`,
+          options: { body: { command: 'sleep 600' } },
+        }),
+    },
+    {
+      label: "replace another's app",
+      call: fixed({
+        path: '/svc/app/admin-app',
+        options: { body: { command: 'sleep 600' } },
+        app: 'admin-app',
+      }),
+    },
+    {
+      label: 'replace a shared app',
+      call: fixed({
+        path: '/svc/app/shared-app',
+        options: { body: { command: 'sleep 600', permission: APPS['shared-app']!.shared } },
+        app: 'shared-app',
+      }),
+    },
+  ],
+  deleteApplication: [
+    {
+      label: "developer's app",
+      async call(role, t) {
+        const name = `del-${own(role, t)}`;
+        const r = await daemon.rest().call('PUT', `/svc/app/${name}`, {
+          token: tokens.get('developer'),
+          body: { command: 'sleep 600' },
+        });
+        expect(r.status, r.text()).toBe(200);
+        APPS[name] = { owner: TEST_PRINCIPALS.developer.sub, shared: [] };
+        return { path: `/svc/app/${name}`, app: name };
+      },
+    },
+  ],
+  enableApplication: ['dev-app', 'admin-app'].map((app) => ({
+    label: app,
+    call: fixed({ path: `/svc/app/${app}/enable`, app }),
+  })),
+  disableApplication: [
+    {
+      label: 'a fresh app of admin',
+      async call(role, t) {
+        const name = `dis-${own(role, t)}`;
+        await admin('PUT', `/svc/app/${name}`, { body: { command: 'sleep 600' } });
+        APPS[name] = { owner: TEST_PRINCIPALS.admin.sub, shared: [] };
+        return { path: `/svc/app/${name}/disable`, app: name };
+      },
+    },
+  ],
+  getApplicationHealth: [{ label: 'admin-app', call: fixed({ path: '/svc/app/admin-app/health' }) }],
+  getApplicationOutput: ['admin-app', 'dev-app', 'shared-app'].map((app) => ({
+    label: app,
+    call: fixed({ path: `/svc/app/${app}/output`, app }),
+  })),
+  runApplication: [
+    { label: 'new command', call: fixed({ path: '/svc/app/run', options: { body: { command: 'true' } } }) },
+    {
+      label: 'copy of dev-app',
+      call: fixed({ path: '/svc/app/run', options: { body: { name: 'dev-app' } }, app: 'dev-app' }),
+    },
+  ],
+  syncRunApplication: [
+    {
+      label: 'new command',
+      call: fixed({ path: '/svc/app/syncrun', options: { body: { command: 'true' } } }),
+    },
+  ],
+  runTask: [
+    {
+      label: 'worker-app',
+      call: fixed({
+        path: '/svc/app/worker-app/task',
+        options: { rawBody: 'payload', query: { timeout: '60' } },
+        app: 'worker-app',
+      }),
+    },
+  ],
+  cancelTasks: [
+    { label: 'worker-app', call: fixed({ path: '/svc/app/worker-app/task', app: 'worker-app' }) },
+  ],
+  fetchTask: [
+    {
+      label: 'no key',
+      call: fixed({ path: '/svc/app/worker-app/task', options: { query: { timeout: '0' } } }),
+    },
+  ],
+  returnTaskResult: [
+    {
+      label: 'no key',
+      call: fixed({
+        path: '/svc/app/worker-app/task',
+        options: { rawBody: 'x', headers: { 'x-task-id': 't1' } },
+      }),
+    },
+  ],
+  listLabels: [{ label: 'all', call: fixed({ path: '/svc/labels' }) }],
+  setLabel: [{ label: 'zone', call: fixed({ path: '/svc/label/zone', options: { query: { value: 'a' } } }) }],
+  deleteLabel: [
+    {
+      label: 'own label',
+      async call(role, t) {
+        await admin('PUT', `/svc/label/del-${own(role, t)}`, { query: { value: 'x' } });
+        return { path: `/svc/label/del-${own(role, t)}` };
+      },
+    },
+  ],
+  getConfig: [{ label: 'config', call: fixed({ path: '/svc/config' }) }],
+  updateConfig: [
+    { label: 'log level', call: fixed({ path: '/svc/config', options: { body: { log_level: 'info' } } }) },
+  ],
+  getResources: [{ label: 'resources', call: fixed({ path: '/svc/resources' }) }],
+  getSelf: [{ label: 'self', call: fixed({ path: '/svc/self' }) }],
+  listRoles: [{ label: 'roles', call: fixed({ path: '/svc/roles' }) }],
+  setRole: [
+    {
+      label: 'custom role',
+      call: (role, t) =>
+        Promise.resolve({ path: `/svc/role/set-${own(role, t)}`, options: { body: ['app-view'] } }),
+    },
+  ],
+  deleteRole: [
+    {
+      label: 'own custom role',
+      async call(role, t) {
+        await admin('POST', `/svc/role/del-${own(role, t)}`, { body: ['app-view'] });
+        return { path: `/svc/role/del-${own(role, t)}` };
+      },
+    },
+  ],
+  listPermissions: [{ label: 'permissions', call: fixed({ path: '/svc/permissions' }) }],
+  listPrincipals: [{ label: 'principals', call: fixed({ path: '/svc/principals' }) }],
+  setPrincipal: [
+    {
+      label: 'someone',
+      call: fixed({ path: '/svc/principal/someone', options: { body: { roles: ['svc-viewer'] } } }),
+    },
+  ],
+  deletePrincipal: [
+    {
+      label: 'own principal record',
+      async call(role, t) {
+        await admin('POST', `/svc/principal/del-${own(role, t)}`, { body: { roles: ['svc-viewer'] } });
+        return { path: `/svc/principal/del-${own(role, t)}` };
+      },
+    },
+  ],
+  getAuthConfig: [{ label: 'public', call: fixed({ path: '/svc/auth/config' }) }],
+  getProtectedResourceMetadata: [
+    { label: 'public', call: fixed({ path: '/.well-known/oauth-protected-resource' }) },
+  ],
+  getOpenApi: [{ label: 'public', call: fixed({ path: '/openapi.json' }) }],
+  subscribeApplication: ['admin-app', 'dev-app'].map((app) => ({
+    label: app,
+    call: fixed({ path: `/svc/app/${app}/subscribe`, app }),
+  })),
+  subscribeAll: [{ label: 'all', call: fixed({ path: '/svc/subscribe' }) }],
+  unsubscribeApplication: [{ label: 'dev-app', call: (role, t) => subscriptionFor(role, t, 'dev-app') }],
+  unsubscribeAll: [{ label: 'any', call: (role, t) => subscriptionFor(role, t, '*') }],
+  getMetrics: [{ label: 'bearer', call: fixed({ path: '/svc/metrics' }) }],
+};
+
+// ---------------------------------------------------------------------------------------------
+// The reading of a rule
+
+function permissionsOf(role: TestRole): ReadonlySet<Permission> {
+  if (role === 'developer') return new Set(DEVELOPER_ROLE);
+  if (role === 'nobody') return new Set();
+  const builtin = TEST_PRINCIPALS[role].roles[0];
+  return new Set(BUILTIN_ROLES[builtin]);
+}
+
+/** app-manage-all widens which apps, app-view-all lets view (and subscribe to) any. */
+function allowedOnApp(
+  role: TestRole,
+  permission: Permission,
+  app: { owner: string; shared: string[] },
+): boolean {
+  const has = (p: Permission): boolean => permissionsOf(role).has(p);
+  const id = TEST_PRINCIPALS[role].sub;
+  const owns = app.owner === id;
+  const mine = owns || app.shared.includes(id);
+  if (permission === 'app-delete' && owns) return true;
+  if (permission === 'app-view')
+    return has('app-view-all') || has('app-manage-all') || (has('app-view') && mine);
+  if (!has(permission)) return false;
+  if (permission === 'app-subscribe') return mine || has('app-view-all') || has('app-manage-all');
+  return mine || has('app-manage-all');
+}
+
+function allowed(rule: Rule, role: TestRole, call: Call): boolean {
+  const has = (p: Permission): boolean => permissionsOf(role).has(p);
+  switch (rule.kind) {
+    case 'public':
+    case 'authenticated':
+      return true;
+    case 'process-key':
+      return false; // a bearer is never a process key
+    case 'permission':
+      return has(rule.permission) && (rule.also ?? []).every(has);
+    case 'subscription-owner':
+      return has(rule.permission) && call.subscriptionOwner === role;
+    case 'app': {
+      const app = call.app === undefined ? { owner: TEST_PRINCIPALS[role].sub, shared: [] } : APPS[call.app]!;
+      if (rule.app.from === 'body-copy')
+        return has(rule.permission) && (call.app === undefined || allowedOnApp(role, 'app-view', app));
+      if (!allowedOnApp(role, rule.permission, app)) return false;
+      if (rule.withQuery !== undefined && call.options?.query?.[rule.withQuery.name] !== undefined)
+        return allowedOnApp(role, rule.withQuery.permission, app);
+      return true;
+    }
+  }
+}
+
+/** What a caller the rule refuses gets. */
+function deniedStatus(rule: Rule): number {
+  if (rule.kind === 'process-key') return rule.app === 'agent' ? 403 : 400; // 400: no X-Svc-Process-Key
+  return 403;
+}
+
+// ---------------------------------------------------------------------------------------------
+
 beforeAll(async () => {
   daemon = await startTestDaemon();
-  const admin = await daemon.token('admin');
-  const developer = await daemon.token('developer');
-  const rest = daemon.rest();
-  for (const [name, token] of [
-    ['admin-app', admin],
-    ['dev-app', developer],
-    ['dev-del-rest', developer],
-    ['dev-del-tcp', developer],
-  ] as const) {
-    const r = await rest.call('PUT', `/svc/app/${name}`, { token, body: { command: 'sleep 600' } });
+  for (const role of ROLES) tokens.set(role, await daemon.token(role));
+  for (const [name, { owner, shared }] of Object.entries(APPS)) {
+    const token = owner === TEST_PRINCIPALS.developer.sub ? tokens.get('developer') : tokens.get('admin');
+    const body =
+      name === 'worker-app'
+        ? {
+            command: `"${process.execPath}" "${WORKER}"`,
+            env: { NODE_EXTRA_CA_CERTS: join(daemon.workDir, 'ssl', 'ca.pem'), WORKER_CONCURRENCY: '4' },
+          }
+        : { command: 'sleep 600', ...(shared.length > 0 ? { permission: shared } : {}) };
+    const r = await daemon.rest().call('PUT', `/svc/app/${name}`, { token, body });
     expect(r.status, r.text()).toBe(200);
   }
 });
 afterAll(async () => {
+  for (const client of tcpClients.values()) await client.close();
   await daemon?.close();
 });
 
-function has(role: TestRole, permission: Permission): boolean {
-  if (role === 'developer') return DEVELOPER_ROLE.includes(permission);
-  if (role === 'nobody') return false;
-  const table: Record<string, readonly string[]> = BUILTIN_ROLES;
-  return table[
-    role === 'admin' ? 'svc-admin' : role === 'viewer' ? 'svc-viewer' : 'svc-maintenance'
-  ]!.includes(permission);
-}
-
-/** `agent-key`: only svc-agent's process key (GET /svc/metrics): every bearer role is denied. */
-type Rule =
-  Permission | 'public' | 'authenticated' | 'process-key' | 'agent-key' | ((role: TestRole) => boolean);
-
-interface Row {
-  method: string;
-  /** `{role}` / `{transport}` are replaced, for rows that create or delete a resource per caller. */
-  path: string;
-  rule: Rule;
-  /** Where TCP differs: subscriptions need a persistent connection, so REST stops at 405 first. */
-  tcpRule?: Rule;
-  options?: Omit<CallOptions, 'token'>;
-}
-
-const ROLES: TestRole[] = ['admin', 'viewer', 'maintenance', 'nobody', 'developer'];
-
-// CONTRACT §5. Ownership rows (§6): without app-manage-all only own or shared apps.
-const ROWS: Row[] = [
-  { method: 'GET', path: '/svc/applications', rule: 'app-view-all' },
-  // GET one app: app-view-all, or app-view on an app one owns.
-  { method: 'GET', path: '/svc/app/admin-app', rule: (r) => has(r, 'app-view-all') },
-  { method: 'GET', path: '/svc/app/dev-app', rule: (r) => has(r, 'app-view-all') || r === 'developer' },
-  { method: 'PUT', path: '/svc/app/new-app-{role}', rule: 'app-reg', options: { body: { command: 'true' } } },
-  // replacing an app owned by someone else needs app-manage-all
-  {
-    method: 'PUT',
-    path: '/svc/app/admin-app',
-    rule: (r) => has(r, 'app-reg') && has(r, 'app-manage-all'),
-    options: { body: { command: 'sleep 600' } },
-  },
-  {
-    method: 'POST',
-    path: '/svc/app/admin-app/disable',
-    rule: (r) => has(r, 'app-control') && has(r, 'app-manage-all'),
-  },
-  {
-    method: 'POST',
-    path: '/svc/app/dev-app/enable',
-    rule: (r) => has(r, 'app-control') && (has(r, 'app-manage-all') || r === 'developer'),
-  },
-  { method: 'GET', path: '/svc/app/admin-app/health', rule: 'public' },
-  {
-    method: 'GET',
-    path: '/svc/app/admin-app/output',
-    rule: (r) => has(r, 'app-output-view') && has(r, 'app-manage-all'),
-  },
-  {
-    method: 'GET',
-    path: '/svc/app/dev-app/output',
-    rule: (r) => has(r, 'app-output-view') && (has(r, 'app-manage-all') || r === 'developer'),
-  },
-  { method: 'POST', path: '/svc/app/run', rule: 'app-run-async', options: { body: { command: 'true' } } },
-  { method: 'POST', path: '/svc/app/syncrun', rule: 'app-run-sync', options: { body: { command: 'true' } } },
-  { method: 'GET', path: '/svc/labels', rule: 'label-view' },
-  { method: 'PUT', path: '/svc/label/zone', rule: 'label-set', options: { query: { value: 'a' } } },
-  { method: 'DELETE', path: '/svc/label/nolabel', rule: 'label-delete' },
-  { method: 'GET', path: '/svc/config', rule: 'config-view' },
-  { method: 'POST', path: '/svc/config', rule: 'config-set', options: { body: { log_level: 'info' } } },
-  { method: 'GET', path: '/svc/resources', rule: 'host-resource-view' },
-  { method: 'GET', path: '/svc/self', rule: 'authenticated' },
-  { method: 'GET', path: '/svc/roles', rule: 'role-view' },
-  { method: 'POST', path: '/svc/role/matrix-role', rule: 'role-set', options: { body: ['app-view'] } },
-  { method: 'DELETE', path: '/svc/role/no-such-role', rule: 'role-delete' },
-  { method: 'GET', path: '/svc/permissions', rule: 'permission-list' },
-  { method: 'GET', path: '/svc/principals', rule: 'principal-view' },
-  {
-    method: 'POST',
-    path: '/svc/principal/someone',
-    rule: 'principal-set',
-    options: { body: { roles: ['svc-viewer'] } },
-  },
-  { method: 'DELETE', path: '/svc/principal/someone-else', rule: 'principal-delete' },
-  { method: 'GET', path: '/svc/auth/config', rule: 'public' },
-  { method: 'GET', path: '/.well-known/oauth-protected-resource', rule: 'public' },
-  { method: 'GET', path: '/openapi.json', rule: 'public' },
-  // Events: over REST every caller with app-subscribe gets 405 (persistent connection required).
-  {
-    method: 'POST',
-    path: '/svc/app/admin-app/subscribe',
-    rule: 'app-subscribe',
-    tcpRule: (r) => has(r, 'app-subscribe') && (has(r, 'app-view-all') || has(r, 'app-manage-all')),
-  },
-  { method: 'POST', path: '/svc/app/dev-app/subscribe', rule: 'app-subscribe' },
-  {
-    method: 'POST',
-    path: '/svc/subscribe',
-    rule: 'app-subscribe',
-    tcpRule: (r) => has(r, 'app-subscribe') && has(r, 'app-view-all'),
-  },
-  {
-    method: 'DELETE',
-    path: '/svc/app/dev-app/subscribe',
-    rule: 'app-subscribe',
-    options: { query: { subscription_id: 'none' } },
-  },
-  {
-    method: 'DELETE',
-    path: '/svc/subscribe',
-    rule: 'app-subscribe',
-    options: { query: { subscription_id: 'none' } },
-  },
-  // Tasks: clients need app-run-task (the machine identity has not); workers use the process key.
-  {
-    method: 'POST',
-    path: '/svc/app/admin-app/task',
-    rule: (r) => has(r, 'app-run-task') && has(r, 'app-manage-all'),
-    options: { rawBody: 'payload', query: { timeout: '1' } },
-  },
-  { method: 'DELETE', path: '/svc/app/admin-app/task', rule: 'app-run-task' },
-  { method: 'GET', path: '/svc/app/admin-app/task', rule: 'process-key' },
-  { method: 'PUT', path: '/svc/app/admin-app/task', rule: 'process-key', options: { rawBody: 'result' } },
-  // Metrics: the agent's process key only (packages/agent/test/proxy.test.ts tests the key itself).
-  { method: 'GET', path: '/svc/metrics', rule: 'agent-key' },
-  // DELETE: the owner needs no permission; others need app-delete and app-manage-all.
-  {
-    method: 'DELETE',
-    path: '/svc/app/dev-del-{transport}',
-    rule: (r) => r === 'developer' || (has(r, 'app-delete') && has(r, 'app-manage-all')),
-  },
-];
-
-function allowed(rule: Rule, role: TestRole): boolean {
-  if (rule === 'public' || rule === 'authenticated' || rule === 'process-key') return true;
-  if (rule === 'agent-key') return false;
-  if (typeof rule === 'function') return rule(role);
-  return has(role, rule);
-}
-
-describe('authorization of every endpoint for every role', () => {
-  it('covers every operation of the table', () => {
-    const covered = new Set(
-      ROWS.map(
-        (r) =>
-          `${r.method} ${r.path.replace(/\/(admin-app|dev-app|new-app-\{role\}|dev-del-\{transport\})/, '/{name}')}`,
-      ),
-    );
-    const normalised = (p: string): string =>
-      p
-        .replace('/svc/label/zone', '/svc/label/{key}')
-        .replace('/svc/label/nolabel', '/svc/label/{key}')
-        .replace(/\/svc\/role\/[^/]+/, '/svc/role/{role}')
-        .replace(/\/svc\/principal\/[^/]+/, '/svc/principal/{id}');
-    const coveredOps = new Set([...covered].map(normalised));
-    const missing = operations.map((o) => `${o.method} ${o.path}`).filter((k) => !coveredOps.has(k));
-    expect(missing).toEqual([]);
+describe('authorization of every operation for every role (from spec/access.json)', () => {
+  it('has a case for every operation of access.json, and no case for an operation it lacks', () => {
+    expect(Object.keys(CASES).sort()).toEqual(Object.keys(ACCESS.operations).sort());
   });
 
-  const tcpClients = new Map<TestRole, ApiClient>();
-  const clientFor = async (transport: 'rest' | 'tcp', role: TestRole): Promise<ApiClient> => {
-    if (transport === 'rest') return daemon.rest();
-    let client = tcpClients.get(role); // TCP pins one principal per connection
-    if (client === undefined) tcpClients.set(role, (client = await daemon.tcp()));
-    return client;
-  };
-
-  for (const row of ROWS) {
-    for (const transport of ['rest', 'tcp'] as const) {
-      it(`${row.method} ${row.path} over ${transport}`, async () => {
-        const rule = transport === 'tcp' ? (row.tcpRule ?? row.rule) : row.rule;
-        const path = (role: string): string =>
-          row.path.replace('{role}', role).replace('{transport}', transport);
-        const expected: Record<string, string> = {};
-        const actual: Record<string, string> = {};
-        // Deleting rows: let the denied roles try first, the allowed ones after.
-        const order = [...ROLES].sort((a, b) => Number(allowed(rule, a)) - Number(allowed(rule, b)));
-        for (const role of order) {
-          const client = await clientFor(transport, role);
-          const r = await client.call(row.method, path(role), {
-            ...row.options,
-            token: await daemon.token(role),
-          });
-          expected[role] = allowed(rule, role) ? 'allowed' : 'denied 403';
-          actual[role] = r.status === 403 ? 'denied 403' : r.status === 401 ? 'denied 401' : 'allowed';
-          if (r.status === 403)
-            expect(r.json<{ error: string }>().error).toMatch(/forbidden|principal_tombstoned/);
-          if (
-            row.method === 'DELETE' &&
-            row.path.startsWith('/svc/app/dev-del') &&
-            actual[role] === 'allowed'
-          )
-            break;
-        }
-        for (const role of Object.keys(actual))
-          expect({ role, outcome: actual[role] }).toEqual({ role, outcome: expected[role] });
-        if (transport === 'tcp') return; // an unauthenticated TCP connection is covered in same-over-transports
-        const anonymous = await daemon.rest().call(row.method, path('anonymous'), row.options ?? {});
-        if (rule === 'public' || rule === 'process-key') expect(anonymous.status).not.toBe(401);
-        else if (rule === 'agent-key') expect(anonymous.status).toBe(403);
-        else {
-          expect(anonymous.status).toBe(401);
-          expect(anonymous.headers['www-authenticate']).toMatch(
-            /^Bearer realm="svc", resource_metadata="https:\/\/127\.0\.0\.1:\d+\/\.well-known\/oauth-protected-resource"$/,
-          );
-          expect(anonymous.json<{ error: string }>().error).toBe('unauthorized');
-        }
-      });
+  for (const [id, entry] of Object.entries(ACCESS.operations)) {
+    const persistent = id.startsWith('subscribe') || id.startsWith('unsubscribe');
+    for (const testCase of CASES[id] ?? []) {
+      for (const transport of ['rest', 'tcp'] as const) {
+        it(`${id} (${entry.method} ${entry.path}, ${testCase.label}) over ${transport}`, async () => {
+          const { rule } = entry;
+          const expected: Record<string, number> = {};
+          const actual: Record<string, number> = {};
+          for (const role of ROLES) {
+            const call = await testCase.call(role, transport);
+            const ok = allowed(rule, role, call);
+            // Subscriptions live on a persistent connection: over REST every caller gets 405.
+            expected[role] =
+              persistent && transport === 'rest' ? 405 : ok ? entry.success : deniedStatus(rule);
+            const client = await clientFor(transport, role);
+            const r = await client.call(entry.method, call.path, {
+              ...call.options,
+              token: tokens.get(role),
+            });
+            actual[role] = r.status;
+            if (r.status === 403 && rule.kind !== 'process-key')
+              expect(r.json<{ error: string }>().error).toBe('forbidden');
+          }
+          expect(actual).toEqual(expected);
+          if (transport === 'tcp') return; // an unauthenticated TCP connection: same-over-transports
+          const call = await testCase.call('nobody', transport);
+          const anonymous = await daemon.rest().call(entry.method, call.path, call.options ?? {});
+          if (rule.kind === 'public') expect(anonymous.status).toBe(entry.success);
+          else if (rule.kind === 'process-key') expect(anonymous.status).toBe(deniedStatus(rule));
+          else {
+            expect(anonymous.status).toBe(401);
+            expect(anonymous.headers['www-authenticate']).toMatch(
+              /^Bearer realm="svc", resource_metadata="https:\/\/127\.0\.0\.1:\d+\/\.well-known\/oauth-protected-resource"$/,
+            );
+            expect(anonymous.json<{ error: string }>().error).toBe('unauthorized');
+          }
+        });
+      }
     }
   }
 });
