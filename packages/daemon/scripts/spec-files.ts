@@ -15,6 +15,7 @@ import {
 } from '@svc/protocol';
 import { buildWireVectors } from '@svc/protocol/wire-vectors';
 import { buildAccessDocument, buildOpenApiDocument } from '../src/api/openapi.ts';
+import { eventSchemaFiles } from '../src/events/event-schemas.ts';
 
 /** Absolute path of the repository root, with a trailing slash. */
 export const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -48,7 +49,12 @@ export function buildSpecFiles(): Map<string, string> {
       body_fields: ['subscription_id', 'event_type', 'app_name', 'timestamp', 'sequence', 'data'],
     },
   };
+  const eventSchemas = [...eventSchemaFiles()].map(([name, schema]): [string, string] => [
+    `spec/events/${name}`,
+    json(schema),
+  ]);
   return new Map([
+    ...eventSchemas,
     ['spec/errors.json', json(errors)],
     ['spec/permissions.json', json({ permissions: [...PERMISSIONS], roles })],
     ['spec/events.json', json(events)],

@@ -2,8 +2,8 @@
 
 export const EVENT_TYPES = {
   START: { meaning: 'process spawned', data: ['pid', 'process_uuid'] },
-  EXIT: { meaning: 'process exited', data: ['pid', 'exit_code', 'last_error'] },
-  STDOUT: { meaning: 'stdout output available', data: ['output', 'position', 'finished'] },
+  EXIT: { meaning: 'process exited', data: ['pid', 'exit_code', 'last_error', 'process_uuid'] },
+  STDOUT: { meaning: 'stdout output available', data: ['output', 'position', 'finished', 'process_uuid'] },
   HEALTH: { meaning: 'health changed', data: ['health', 'previous_health'] },
   STATUS: { meaning: 'app enabled or disabled', data: ['enabled', 'previous_enabled'] },
   REMOVED: { meaning: 'app deleted', data: [] },

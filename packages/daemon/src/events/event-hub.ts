@@ -15,6 +15,7 @@ import type { Principal } from '../auth/principal.ts';
 import type { Logger } from '../log/logger.ts';
 import type { SupervisorApi, SupervisorEvent } from '../supervisor/types.ts';
 import type { EventSelection } from './event-names.ts';
+import type { EventData } from './event-schemas.ts';
 import { StdoutTail, type StdoutChunk } from './stdout-tail.ts';
 import { ALL_APPS, SubscriptionRegistry, type Subscription } from './subscription-registry.ts';
 
@@ -345,7 +346,7 @@ export class EventHub {
 
   // ---- delivery -----------------------------------------------------------------------------
 
-  #publish(app: string, type: EventType, data: Record<string, unknown>): void {
+  #publish<T extends EventType>(app: string, type: T, data: EventData[T]): void {
     const own = this.#registry.ofApp(app);
     const wildcard = this.#registry.wildcard();
     if (own === undefined && wildcard === undefined) return;

@@ -14,17 +14,22 @@ import {
   type Response,
 } from '@svc/protocol';
 import type { CallResult, PersistentClient } from '@svc/testkit';
+import { EVENT_DATA_SCHEMAS, EVENT_MESSAGE_SCHEMA } from '../../src/events/event-schemas.ts';
 import { waitFor } from '../helpers/wait-for.ts';
 
 export { waitFor };
 
 const parsed = new WeakMap<Response, EventMessage>();
 
-/** The event message of a push (parsed once). */
+/**
+ * The event message of a push (parsed once). Every push a test reads is checked against the
+ * published schemas (spec/events/*.schema.json): the envelope and its event's data.
+ */
 export function message(push: Response): EventMessage {
   let m = parsed.get(push);
   if (m === undefined) {
-    m = JSON.parse(Buffer.from(push.body).toString('utf8')) as EventMessage;
+    m = EVENT_MESSAGE_SCHEMA.parse(JSON.parse(Buffer.from(push.body).toString('utf8')));
+    if (m.event_type !== '__disconnected__') EVENT_DATA_SCHEMAS[m.event_type].parse(m.data);
     parsed.set(push, m);
   }
   return m;
