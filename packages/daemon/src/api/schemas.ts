@@ -198,7 +198,10 @@ export const Unsubscribed = z.object({
   removed: z.literal(true),
 });
 
-export const TasksCancelled = z.object({ app_name: z.string(), cancelled: z.number().int() });
+export const TasksCancelled = z.object({
+  app_name: z.string(),
+  cancelled: z.array(z.string()).meta({ description: 'ids of the tasks cancelled' }),
+});
 
 export const TaskDelivered = z.object({
   app_name: z.string(),

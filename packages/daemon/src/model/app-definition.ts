@@ -814,3 +814,6 @@ export function deserializeApp(
     throw error;
   }
 }
+
+/** Every field an application definition may carry (the API documents them in api/schemas.ts). */
+export const APP_DEFINITION_FIELDS: readonly string[] = Object.keys(appSchema.shape);

@@ -4,6 +4,7 @@
 // file's own reading of the rule kinds (written from spec/access.json's `kinds`, not from
 // auth/access-rules.ts). Only the operation's success status counts as allowed: a 404, 405 or 500
 // is never "allowed". A denied caller gets 403 (process-key operations: the key's own refusal).
+// Every success body is checked against the operation's declared response schema.
 // WSS shares the dispatcher with TCP (see same-over-transports.test.ts).
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -18,6 +19,7 @@ import {
   type TestDaemon,
   type TestRole,
 } from '@svc/testkit';
+import { operations } from '../../src/api/operations/index.ts';
 
 interface AppLocator {
   from: 'path' | 'body-copy';
@@ -397,6 +399,12 @@ describe('authorization of every operation for every role (from spec/access.json
               token: tokens.get(role),
             });
             actual[role] = r.status;
+            // A success answers what the operation declares (its zod response schema).
+            const declared = operations.find((op) => op.id === id)!.responses[0];
+            if (r.status === entry.success && 'json' in declared) {
+              const checked = declared.json.safeParse(r.json());
+              expect(checked.success, `${id} answer: ${checked.error?.message ?? ''}`).toBe(true);
+            }
             if (r.status === 403 && rule.kind !== 'process-key')
               expect(r.json<{ error: string }>().error).toBe('forbidden');
           }
