@@ -2,8 +2,6 @@
 // format in spec/README.md) against a real svcd from @svc/testkit, over each transport a scenario
 // names. This file only maps the data's steps onto the TypeScript client; clients in other languages
 // run the same files. The scripted-server halves run in conformance-scripted.test.ts.
-import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi, type MockInstance } from 'vitest';
 import { startTestDaemon, TEST_PRINCIPALS, type TestDaemon } from '@svc/testkit';
 import {
@@ -17,8 +15,7 @@ import {
   type SubscriptionEvent,
   type SvcClient,
 } from '../src/index.ts';
-
-export const CONFORMANCE_DIR = join(import.meta.dirname, '../../../spec/conformance');
+import { loadScenarios } from './conformance-data.ts';
 
 type Step = Record<string, unknown> & { do: string };
 interface Scenario {
@@ -28,10 +25,7 @@ interface Scenario {
   daemon?: { fresh?: boolean; steps: Step[] };
 }
 
-const SCENARIOS: Scenario[] = readdirSync(CONFORMANCE_DIR)
-  .filter((f) => /^S\d+\.json$/.test(f))
-  .sort()
-  .map((f) => JSON.parse(readFileSync(join(CONFORMANCE_DIR, f), 'utf8')) as Scenario);
+const SCENARIOS = loadScenarios<Scenario>();
 
 let shared: TestDaemon;
 beforeAll(async () => {
@@ -89,8 +83,8 @@ class Run {
   }
 
   client(step: Step): SvcClient {
-    const client = this.clients.get(String(step['client']));
-    if (client === undefined) throw new Error(`no client ${String(step['client'])}`);
+    const client = this.clients.get(str(step, 'client'));
+    if (client === undefined) throw new Error(`no client ${str(step, 'client')}`);
     return client;
   }
 
@@ -99,6 +93,14 @@ class Run {
     if (spy === undefined) throw new Error(`no spy ${client}.${method}`);
     return spy;
   }
+}
+
+/** A string argument of a step (the data's strings are substituted already). */
+function str(step: Step, key: string): string {
+  const value = step[key];
+  if (typeof value === 'string') return value;
+  if (typeof value === 'number') return String(value);
+  throw new Error(`step ${step.do}: ${key} must be a string`);
 }
 
 function snakeToCamel(key: string): string {
@@ -118,7 +120,7 @@ const DEMUX: Record<string, (t: PersistentTransport) => number> = {
 };
 
 async function connectClient(run: Run, step: Step): Promise<void> {
-  const name = String(step['as']);
+  const name = str(step, 'as');
   const kind = (step['transport'] as 'tcp' | 'wss' | 'rest' | undefined) ?? run.transport;
   const d = run.daemon;
   const client = await connect({
@@ -157,12 +159,12 @@ async function perform(run: Run, raw: Step): Promise<void> {
     case 'register': {
       const subscribe = step['subscribe'] as EventSelection | undefined;
       const events: SubscriptionEvent[] = [];
-      if (step['events_as'] !== undefined) run.vars.set(String(step['events_as']), events);
+      if (step['events_as'] !== undefined) run.vars.set(str(step, 'events_as'), events);
       keep(
         await run
           .client(step)
           .registerApplication(
-            String(step['name']),
+            str(step, 'name'),
             step['app'] as Record<string, unknown>,
             subscribe === undefined
               ? undefined
@@ -178,7 +180,7 @@ async function perform(run: Run, raw: Step): Promise<void> {
       const output: string[] = [];
       const wait = run
         .client(step)
-        .waitForAsyncRun(run.vars.get(String(step['run'])) as { name: string; process_uuid: string }, {
+        .waitForAsyncRun(run.vars.get(str(step, 'run')) as { name: string; process_uuid: string }, {
           timeoutMs: Number(step['timeout_ms']),
           onOutput: (text) => void output.push(text),
         });
@@ -187,16 +189,16 @@ async function perform(run: Run, raw: Step): Promise<void> {
         (value) => ({ value }),
         (error: unknown) => ({ error }),
       );
-      if (step['output_as'] !== undefined) run.vars.set(String(step['output_as']), output);
+      if (step['output_as'] !== undefined) run.vars.set(str(step, 'output_as'), output);
       if (step['background'] === true) keep(settled);
       else keep(await settled);
       return;
     }
     case 'await_subscribed':
-      return run.subscribed.get(String(step['client']));
+      return run.subscribed.get(str(step, 'client'));
     case 'output': {
       keep(
-        await run.client(step).getOutput(String(step['name']), {
+        await run.client(step).getOutput(str(step, 'name'), {
           position: Number(step['position']),
           timeoutSeconds: Number(step['timeout_seconds']),
         }),
@@ -221,8 +223,8 @@ async function perform(run: Run, raw: Step): Promise<void> {
       const call = (): Promise<unknown> =>
         client
           .request({
-            method: String(step['method']),
-            path: String(step['path']),
+            method: str(step, 'method'),
+            path: str(step, 'path'),
             ...(step['query'] === undefined ? {} : { query: step['query'] as Record<string, string> }),
           })
           .then((r) => JSON.parse(Buffer.from(r.body).toString('utf8')) as unknown);
@@ -234,24 +236,24 @@ async function perform(run: Run, raw: Step): Promise<void> {
       return;
     }
     case 'disable':
-      await run.client(step).disableApplication(String(step['name']));
+      await run.client(step).disableApplication(str(step, 'name'));
       return;
     case 'delete_app':
-      await run.client(step).deleteApplication(String(step['name']));
+      await run.client(step).deleteApplication(str(step, 'name'));
       return;
     case 'unsubscribe':
-      await run.client(step).unsubscribe(String(step['id']));
+      await run.client(step).unsubscribe(str(step, 'id'));
       return;
     case 'get_app':
       keep(
         await run
           .client(step)
-          .getApplication(String(step['name']))
+          .getApplication(str(step, 'name'))
           .catch((error: unknown) => ({ error })),
       );
       return;
     case 'await_event': {
-      const events = run.vars.get(String(step['events'])) as SubscriptionEvent[];
+      const events = run.vars.get(str(step, 'events')) as SubscriptionEvent[];
       await vi.waitFor(() => expect(events.some((e) => e.event_type === step['event_type'])).toBe(true), {
         timeout: 30_000,
       });
@@ -276,14 +278,14 @@ async function perform(run: Run, raw: Step): Promise<void> {
 
 async function check(run: Run, step: Step): Promise<void> {
   if (step['calls'] !== undefined) {
-    const [client, method] = String(step['calls']).split('.') as [string, string];
+    const [client, method] = str(step, 'calls').split('.') as [string, string];
     const spy = run.spy(client, method);
     if (step['count'] !== undefined) expect(spy).toHaveBeenCalledTimes(Number(step['count']));
     if (step['with'] !== undefined) expect(spy).toHaveBeenCalledWith(...(step['with'] as unknown[]));
     return;
   }
   if (step['demux'] !== undefined) {
-    const transport = persistent(run.clients.get(String(step['demux']))!);
+    const transport = persistent(run.clients.get(str(step, 'demux'))!);
     const wanted = step['equals'] as Record<string, number>;
     const actual = (): Record<string, number> =>
       Object.fromEntries(Object.keys(wanted).map((k) => [k, DEMUX[k]!(transport)]));
@@ -292,19 +294,18 @@ async function check(run: Run, step: Step): Promise<void> {
     else expect(actual()).toEqual(wanted);
     return;
   }
-  let value = run.lookup(String(step['of']));
+  let value = run.lookup(str(step, 'of'));
   if (value instanceof Promise) value = await value;
   // wait_run results are {value} or {error}; get_app failures are {error}.
   const outcome = value as { value?: unknown; error?: unknown } | undefined;
   if (step['error'] !== undefined) {
-    expect(outcome?.error, `${String(step['of'])} fails with ${String(step['error'])}`).toBeDefined();
-    expect(errorMatches(outcome!.error, String(step['error'])), String(outcome!.error)).toBe(true);
+    expect(outcome?.error, `${str(step, 'of')} fails with ${str(step, 'error')}`).toBeDefined();
+    expect(errorMatches(outcome!.error, str(step, 'error')), String(outcome!.error)).toBe(true);
     if (step['within_ms_of_kill'] !== undefined)
       expect(Date.now() - run.killedAt).toBeLessThan(Number(step['within_ms_of_kill']));
     return;
   }
-  if (typeof value === 'object' && value !== null && 'value' in value)
-    value = (value as { value: unknown }).value;
+  if (typeof value === 'object' && value !== null && 'value' in value) value = value.value;
   if (Array.isArray(value) && typeof value[0] === 'string' && typeof step['equals'] === 'string')
     value = value.join(''); // collected output
   if ('equals' in step) expect(value).toEqual(step['equals']);
