@@ -13,7 +13,7 @@ import type { Logger } from '../log/logger.ts';
 import type { AppDefinition } from '../model/app-definition.ts';
 import { parseAppDefinition, toPublicView } from '../model/app-definition.ts';
 import type { SecretCrypter } from '../model/secret-crypter.ts';
-import { AppStore } from './app-store.ts';
+import { AppStore, refuseReservedName } from './app-store.ts';
 import { HealthChecker } from './health.ts';
 import { AppLifecycle } from './lifecycle.ts';
 import type { Clock, LifecycleHost, RunningProcess } from './lifecycle.ts';
@@ -666,6 +666,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
     },
     async register(definition, owner) {
       const parsed = parseAppDefinition(definition, { now: now() });
+      refuseReservedName(parsed.name);
       return serial(parsed.name, async () => {
         const existing = apps.get(parsed.name);
         if (existing?.def.system === true) notSystem(existing, 'replaced');
@@ -874,6 +875,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
   ): Promise<AppLifecycle> {
     const t = now();
     const def = transientDefinition(input, (name) => apps.get(name)?.def, owner, t);
+    refuseReservedName(def.name);
     const lifecycle =
       Number.isFinite(runOptions.lifecycleSeconds) && runOptions.lifecycleSeconds >= 0
         ? runOptions.lifecycleSeconds
