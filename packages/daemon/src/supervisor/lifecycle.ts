@@ -351,6 +351,8 @@ export class AppLifecycle {
       return this.checkedHealth;
     }
     if (this.state === 'disabled' || this.state === 'removed') return 0;
+    // A system application that is not running is down: it always should be.
+    if (this.def.system && this.state !== 'running' && this.state !== 'starting') return 1;
     // "Should be running but is not": waiting to restart after a crash, or left down by a crash.
     if (this.state === 'backoff') return 1;
     if (
@@ -374,7 +376,7 @@ export class AppLifecycle {
   /** Restore runtime fields from the snapshot. */
   restoreRuntime(runtime: Runtime, wantRun: boolean, crashed: boolean): void {
     Object.assign(this.runtime, runtime);
-    this.wantRun = wantRun;
+    this.wantRun = wantRun || this.def.system; // an older daemon's "left down" never holds for them
     this.#crashed = crashed;
   }
 
@@ -432,7 +434,7 @@ export class AppLifecycle {
     }
     if (this.state === 'removed') return;
 
-    this.#crashed = code !== 0;
+    this.#crashed = code !== 0 || this.def.system; // a system app exiting at all is a failure
     const action = decideExitAction(this.def, code);
     if (this.transient !== undefined || action === 'standby') {
       if (!isPeriodic(this.def)) this.wantRun = false;

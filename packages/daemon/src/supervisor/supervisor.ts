@@ -432,6 +432,27 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
       );
   };
 
+  /**
+   * `enable` of a system application (only svc-admin sees one). One that is enabled but not running
+   * (in its restart backoff) starts now with its crash history forgotten; a running one is left
+   * alone. A disabled one stays refused (spec: re-enabling a system application needs local
+   * access). Nothing is written: system apps are not stored.
+   */
+  const startSystemApp = (app: AppLifecycle): AppView => {
+    if (app.def.status !== 1)
+      throw new SvcError(
+        'system_app',
+        `${app.name} is a disabled system application: re-enabling it needs local access to the host`,
+      );
+    if (app.process === undefined && app.state !== 'stopping') {
+      logger.info('system app started on request', { app: app.name, state: app.state });
+      app.resetForRun();
+      app.decide();
+      snapshot.schedule();
+    }
+    return view(app, false);
+  };
+
   /** The process key `key` was derived from `uuid` by this installation's secret. */
   const keyVerifies = (uuid: string, key: string): boolean =>
     UUID_PATTERN.test(uuid) &&
@@ -722,7 +743,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
     },
     async enable(name) {
       const app = mustGet(name);
-      notSystem(app, 're-enabled');
+      if (app.def.system) return serial(name, () => Promise.resolve(startSystemApp(app)));
       return serial(name, async () => {
         const previousEnabled = app.def.status === 1;
         if (!previousEnabled) {
