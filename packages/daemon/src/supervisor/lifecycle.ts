@@ -95,6 +95,8 @@ export interface LifecycleHost {
   started(app: AppLifecycle, process: RunningProcess): void;
   /** Called after an exit was recorded and EXIT was published. */
   exited(app: AppLifecycle, process: RunningProcess, exitCode: number | undefined): void;
+  /** Why the process ended when svc knows better than its exit code (e.g. an OOM kill), before EXIT. */
+  exitError?(app: AppLifecycle, process: RunningProcess): string | undefined;
   /** Runtime state changed in a way the snapshot should capture. */
   changed(app: AppLifecycle): void;
   /** The exit behavior `remove`, or a transient app's lifecycle ended: remove the app. */
@@ -401,6 +403,7 @@ export class AppLifecycle {
     this.#stopIntent = undefined;
     this.lastStop = intent;
     if (intent === 'timeout') error ??= 'stopped: run timeout exceeded';
+    error ??= host.exitError?.(this, process);
     this.runtime.lastExitAt = now;
     this.runtime.returnCode = exitCode;
     this.runtime.lastError = error;

@@ -120,7 +120,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
   mkdirSync(workDir, { recursive: true, mode: 0o700 });
   const store = new AppStore(join(workDir, 'apps'), options.crypter);
   const output = new OutputStore(join(workDir, 'stdout'));
-  const limiter: ResourceLimiter = probeResourceLimiter(logger, options.cgroupRoot);
+  const limiter: ResourceLimiter = probeResourceLimiter(logger, options.cgroupRoot, workDir);
   const health = new HealthChecker(options.healthIntervalMs ?? DEFAULT_HEALTH_INTERVAL_MS);
   const baseEnv = baseEnvironment();
   // One KeyObject for every HMAC: createHmac with a raw Buffer re-validates and copies the key
@@ -292,8 +292,13 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
       }
       snapshot.schedule();
     },
+    exitError(app) {
+      return app.def.resource_limit === undefined ? undefined : limiter.exitReason(app.name);
+    },
     exited(app, process, exitCode) {
       health.untrack(app.name);
+      // The app's cgroups go with its process (re-created at the next start).
+      if (app.def.resource_limit !== undefined && limiter.version !== undefined) limiter.release(app.name);
       cpuSamples.delete(app.name);
       output.markExited(app.name, process.processUuid, exitCode);
       if (process.adopted) adopted.delete(app);
@@ -864,6 +869,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
       }
       detached = true;
       health.close();
+      limiter.close();
       if (adoptedTimer !== undefined) clearInterval(adoptedTimer);
       adoptedTimer = undefined;
       await snapshot.close();

@@ -166,9 +166,9 @@ const trickyString = fc.oneof(
   fc.constantFrom(...TRICKY_STRINGS),
   fc.string({ unit: 'binary', maxLength: 12 }),
   fc.stringMatching(/^[0-9+\-.:_eEoxbTt ]{1,12}$/),
-  fc.constantFrom('y', 'n', 'yes', 'no', 'on', 'off', 'true', 'null', '~').map((w) =>
-    [...w].map((c, i) => (i % 2 === 0 ? c.toUpperCase() : c)).join(''),
-  ),
+  fc
+    .constantFrom('y', 'n', 'yes', 'no', 'on', 'off', 'true', 'null', '~')
+    .map((w) => [...w].map((c, i) => (i % 2 === 0 ? c.toUpperCase() : c)).join('')),
 );
 const jsonNumber = fc.oneof(
   fc.integer(),

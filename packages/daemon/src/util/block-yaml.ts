@@ -49,10 +49,7 @@ class Unsupported extends Error {}
 
 /** A JSON string with what YAML forbids raw escaped: a YAML double-quoted scalar in 1.1 and 1.2. */
 function quoted(value: string): string {
-  return JSON.stringify(value).replace(
-    UNSAFE,
-    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
-  );
+  return JSON.stringify(value).replace(UNSAFE, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
 /** True when the string can be written plain (unquoted) for YAML 1.1 and 1.2 readers alike. */

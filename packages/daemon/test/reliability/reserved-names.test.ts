@@ -58,8 +58,6 @@ describe('reserved names (issue 12 item 13)', () => {
     const list = await daemon.rest().call('GET', '/svc/applications', { token: await daemon.token('admin') });
     expect(list.json<{ name: string }[]>().map((a) => a.name)).not.toContain('.tmp-ghost');
     expect(existsSync(join(daemon.workDir, 'apps', '.tmp-ghost.yaml'))).toBe(true);
-    expect(await serverLog(daemon)).toMatch(
-      /\.tmp-ghost\.yaml: the name is reserved/,
-    );
+    expect(await serverLog(daemon)).toMatch(/\.tmp-ghost\.yaml: the name is reserved/);
   });
 });
