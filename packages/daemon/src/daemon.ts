@@ -185,6 +185,7 @@ export async function startDaemon(
     daemonUrl: restBaseUrl,
     logger: logger.child({ component: 'supervisor' }),
     stopGraceMs: config.stopGraceMs,
+    outputMaxBytes: config.outputMaxBytes,
     bundledAppsDir: join(config.home, 'apps'),
     // svc-identity is the built-in issuer: never started in external mode.
     skipBundled: (name) => name === 'identity' && config.authMode !== 'builtin',

@@ -60,6 +60,11 @@ const fileSchema = z
       .partial()
       .strict(),
     stop_grace_seconds: z.number().min(0).max(3600),
+    output_max_bytes: z
+      .number()
+      .int()
+      .min(64 * 1024)
+      .max(2 ** 40),
   })
   .partial()
   .strict();
@@ -99,6 +104,8 @@ export interface DaemonConfig {
   tls: { certFile: string; keyFile: string; caFile: string | undefined } | undefined;
   limits: Limits;
   stopGraceMs: number;
+  /** Cap of one captured output file on disk (`output_max_bytes`, SVC_OUTPUT_MAX_BYTES). */
+  outputMaxBytes: number;
 }
 
 export const DEFAULT_LIMITS: Limits = {
@@ -147,6 +154,15 @@ function envPort(env: NodeJS.ProcessEnv, key: string): number | undefined {
   if (!Number.isInteger(n) || n < 0 || n > 65535)
     throw new ConfigError(`${key}: not a port number: ${value}`);
   return n;
+}
+
+/** SVC_OUTPUT_MAX_BYTES wins over `output_max_bytes`; 16 MiB by default, at least 64 KiB. */
+function outputMaxBytes(fromEnv: string | undefined, fromFile: number | undefined): number {
+  if (fromEnv === undefined || fromEnv === '') return fromFile ?? 16 * 1024 * 1024;
+  const value = Number(fromEnv);
+  if (!/^\d+$/.test(fromEnv) || !Number.isSafeInteger(value) || value < 64 * 1024 || value > 2 ** 40)
+    throw new ConfigError(`SVC_OUTPUT_MAX_BYTES: expected bytes from 65536 to 2^40, got ${fromEnv}`);
+  return value;
 }
 
 function envFlag(env: NodeJS.ProcessEnv, key: string): boolean | undefined {
@@ -240,5 +256,6 @@ export async function loadConfig(env: NodeJS.ProcessEnv = process.env): Promise<
           },
     limits,
     stopGraceMs: (file.stop_grace_seconds ?? 5) * 1000,
+    outputMaxBytes: outputMaxBytes(env['SVC_OUTPUT_MAX_BYTES'], file.output_max_bytes),
   };
 }

@@ -52,6 +52,8 @@ export interface SupervisorOptions {
   stopGraceMs?: number;
   /** health_check_cmd period (default 10 s). */
   healthIntervalMs?: number;
+  /** Cap of one output file on disk in bytes (config `output_max_bytes`); default 16 MiB. */
+  outputMaxBytes?: number;
   /** Directory of bundled system apps (*.yaml, loaded trusted). */
   bundledAppsDir?: string;
   /** Bundled apps not to load (e.g. `identity` in external auth mode). */
@@ -119,7 +121,14 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
   const workDir = options.workDir;
   mkdirSync(workDir, { recursive: true, mode: 0o700 });
   const store = new AppStore(join(workDir, 'apps'), options.crypter);
-  const output = new OutputStore(join(workDir, 'stdout'));
+  const output = new OutputStore(join(workDir, 'stdout'), {
+    ...(options.outputMaxBytes === undefined ? {} : { maxFileBytes: options.outputMaxBytes }),
+    // The first kept position is durable before the bytes below it are released (TDZ-safe: the
+    // first trim runs a timer interval after start-up).
+    beforeRelease: () => snapshot.flush(),
+    onReleaseError: (app, error) =>
+      logger.warn('output size cap not enforced: releasing old output failed', { app, error }),
+  });
   const limiter: ResourceLimiter = probeResourceLimiter(logger, options.cgroupRoot, workDir);
   const health = new HealthChecker(options.healthIntervalMs ?? DEFAULT_HEALTH_INTERVAL_MS);
   const baseEnv = baseEnvironment();
