@@ -7,6 +7,7 @@ import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ok, trackDaemons } from '../robustness/helpers.ts';
+import { stdoutText, subscribe, waitEvents } from '../events/helpers.ts';
 
 const { start } = trackDaemons();
 const CAP = 4 * 1024 * 1024;
@@ -41,6 +42,9 @@ describe('output size cap (issue 12 item 14)', () => {
     const daemon = await start({ env: { SVC_OUTPUT_MAX_BYTES: String(CAP) } });
     const token = await daemon.token('admin');
     const rest = daemon.rest();
+    // A STDOUT subscriber too: its event positions must stay continuous across the releases.
+    const client = await daemon.tcp();
+    const sub = await subscribe(client, token, undefined, 'STDOUT');
     ok(
       await rest.call('PUT', '/svc/app/chatty', {
         token,
@@ -81,6 +85,16 @@ describe('output size cap (issue 12 item 14)', () => {
     expect(size, 'offsets are those of the whole output').toBe(TOTAL);
     expect(maxDisk, 'disk used by the file while it ran').toBeLessThanOrEqual(DISK_BOUND);
     expect(blocks * 512).toBeLessThanOrEqual(DISK_BOUND);
+    const events = await waitEvents(
+      client,
+      sub.subscription_id,
+      (list) => list.some((e) => (e.data as { finished?: boolean }).finished === true),
+      'the final STDOUT event',
+      60_000,
+    );
+    const streamed = Buffer.from(stdoutText(events)); // checks each position continues the last
+    expect(streamed.length, 'STDOUT events carried every byte').toBe(TOTAL);
+    expect(streamed.equals(expected(0, TOTAL)), 'STDOUT events carried the bytes written').toBe(true);
     console.log(
       `[reliability] output cap ${CAP} B: ${TOTAL} B written and read in ${reads} reads; ` +
         `max ${maxDisk} B on disk, ${blocks * 512} B at the end`,
