@@ -3,7 +3,15 @@
 // fields; `redact` below is a last line of defence for obviously secret field names.
 // Bounded: lines naming a peer (`remote`) are rate-limited per peer (peer-log-limit.ts), and the
 // file rotates by size (server.log → server.log.1 … server.log.<backups>, the oldest dropped).
-import { createWriteStream, mkdirSync, renameSync, rmSync, statSync, type WriteStream } from 'node:fs';
+import {
+  createWriteStream,
+  mkdirSync,
+  openSync,
+  renameSync,
+  rmSync,
+  statSync,
+  type WriteStream,
+} from 'node:fs';
 import { dirname } from 'node:path';
 import { PeerLogLimit } from './peer-log-limit.ts';
 
@@ -78,7 +86,8 @@ class RotatingFile {
   }
 
   #open(): WriteStream {
-    const stream = createWriteStream(this.path, { flags: 'a', mode: 0o600 });
+    // Opened synchronously, so that a rotation right after (a burst of lines) renames a file that exists.
+    const stream = createWriteStream('', { fd: openSync(this.path, 'a', 0o600) });
     stream.on('error', () => undefined); // a full or vanished disk must not crash the daemon
     return stream;
   }
