@@ -53,9 +53,10 @@ function rawSocket(port: number, localAddress = '127.0.0.1'): Promise<Socket> {
 /** A completed TLS connection that then sends nothing. */
 function tlsSocket(port: number, localAddress = '127.0.0.1'): Promise<TLSSocket> {
   return new Promise((resolve, reject) => {
-    const socket = tlsConnect({ port, host: '127.0.0.1', localAddress, ca: daemon.ca }, () =>
-      resolve(socket),
-    );
+    // From a chosen loopback address: TLS over a TCP socket bound to it.
+    const tcp = netConnect({ port, host: '127.0.0.1', localAddress });
+    tcp.on('error', reject);
+    const socket = tlsConnect({ socket: tcp, ca: daemon.ca, servername: '' }, () => resolve(socket));
     sockets.push(socket);
     socket.on('error', reject);
   });
