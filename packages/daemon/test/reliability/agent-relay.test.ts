@@ -4,6 +4,8 @@
 // one process's task RPC only, and a worker on this host reaches the task RPC through the agent
 // while a relayed key from another address, or a forged relay, is refused.
 import { request as httpsRequest } from 'node:https';
+import { connect as netConnect, type Socket } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
 import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
@@ -24,7 +26,7 @@ beforeAll(async () => {
   daemon = await startTestDaemon({
     agent: true,
     files: {
-      'config/config.yaml': `limits:\n  max_connections_per_ip: ${PER_ADDRESS}\n  idle_timeout_ms: ${IDLE_MS}\n`,
+      'config/config.yaml': `limits:\n  max_connections_per_ip: ${PER_ADDRESS}\n  idle_timeout_ms: ${IDLE_MS}\n  headers_timeout_ms: 2000\n`,
     },
   });
   ({ agentUrl } = await daemon.agent());
@@ -187,6 +189,39 @@ describe('connections relayed by svc-agent', () => {
     ).toBe(403);
     d.terminate();
   });
+});
+
+describe('svc-agent itself', () => {
+  it('closes connections that never finish TLS or never send a request, and caps anonymous frames through it', async () => {
+    const { agentPort } = await daemon.agent();
+    const silent = await Promise.all(
+      Array.from(
+        { length: 6 },
+        (_, i) =>
+          new Promise<Socket>((resolve, reject) => {
+            const socket =
+              i % 2 === 0
+                ? netConnect({ port: agentPort, host: '127.0.0.1' }, () => resolve(socket))
+                : tlsConnect({ port: agentPort, host: '127.0.0.1', ca: daemon.ca }, () => resolve(socket));
+            socket.on('error', reject);
+          }),
+      ),
+    );
+    const started = Date.now();
+    await Promise.all(
+      silent.map(
+        (s) => new Promise((resolve) => (s.destroyed ? resolve(undefined) : s.once('close', resolve))),
+      ),
+    );
+    console.log(
+      `[reliability] agent: 6 silent connections (3 before TLS, 3 after) closed by the agent within ${Date.now() - started} ms`,
+    );
+    // An anonymous session through the agent sending a 2 MiB message is closed by svcd (1009).
+    const ws = await openWs(agentUrl);
+    const code = new Promise<number>((resolve) => ws.once('close', (c: number) => resolve(c)));
+    ws.send(Buffer.alloc(2 * 1024 * 1024));
+    expect(await code).toBe(1009);
+  }, 60_000);
 });
 
 describe('a process key through svc-agent', () => {
