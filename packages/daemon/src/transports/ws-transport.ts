@@ -37,15 +37,16 @@ export interface WsTransportOptions {
 }
 
 /**
- * Sets the largest message a WebSocket accepts from now on. `ws` fixes maxPayload per server; the
- * receiver reads it per frame, so a session starts with the pre-authentication cap and is raised
- * once it authenticates.
+ * Sets the largest message a WebSocket accepts from now on. `ws` fixes maxPayload per server; its
+ * receiver reads the private `_maxPayload` per frame, so a session starts with the
+ * pre-authentication cap and is raised once it authenticates. False when this `ws` has no such
+ * field (the caller then keeps the server-wide limit; the reliability tests would notice).
  */
-function setMaxPayload(ws: WebSocket, bytes: number): void {
-  const receiver = (ws as unknown as { _receiver?: { _maxPayload?: number } })._receiver;
-  if (receiver === undefined || typeof receiver._maxPayload !== 'number')
-    throw new Error('ws: the receiver has no _maxPayload (ws upgraded? see setMaxPayload)');
+function setMaxPayload(ws: WebSocket, bytes: number): boolean {
+  const receiver = (ws as unknown as { _receiver?: { _maxPayload?: unknown } })._receiver;
+  if (receiver === undefined || typeof receiver._maxPayload !== 'number') return false;
   receiver._maxPayload = bytes;
+  return true;
 }
 
 export function attachWsTransport(server: Server, options: WsTransportOptions): WebSocketServer {
@@ -125,7 +126,8 @@ export function attachWsTransport(server: Server, options: WsTransportOptions): 
       const remote = peer.relayedByAgent
         ? peer.address
         : connectionRemoteAddress(req.socket.remoteAddress ?? 'unknown', req.headers);
-      if (principalId === undefined) setMaxPayload(ws, preAuthFrameBytes(limits));
+      if (principalId === undefined && !setMaxPayload(ws, preAuthFrameBytes(limits)))
+        logger.error('cannot cap WebSocket frames before authentication (ws internals changed)', {});
       const session = new WireSession({
         transport: 'wss',
         remoteAddress: remote,
@@ -133,7 +135,7 @@ export function attachWsTransport(server: Server, options: WsTransportOptions): 
         dispatch: options.dispatch,
         logger,
         idleTimeoutMs: limits.idleTimeoutMs,
-        onAuthenticated: () => setMaxPayload(ws, limits.maxFrameBytes),
+        onAuthenticated: () => void setMaxPayload(ws, limits.maxFrameBytes),
         upgradeAuthorization: authorization,
         upgradeTargetHost: targetHost,
         sink: {
