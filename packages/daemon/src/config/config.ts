@@ -56,6 +56,10 @@ const fileSchema = z
         headers_timeout_ms: z.number().int().min(100),
         request_timeout_ms: z.number().int().min(100),
         idle_timeout_ms: z.number().int().min(100),
+        log_max_bytes: z
+          .number()
+          .int()
+          .min(64 * 1024),
       })
       .partial()
       .strict(),
@@ -79,6 +83,8 @@ export interface Limits {
   headersTimeoutMs: number;
   requestTimeoutMs: number;
   idleTimeoutMs: number;
+  /** server.log rotates past this size (4 rotated files kept). */
+  logMaxBytes: number;
 }
 
 export interface DaemonConfig {
@@ -116,6 +122,7 @@ export const DEFAULT_LIMITS: Limits = {
   headersTimeoutMs: 10_000,
   requestTimeoutMs: 120_000,
   idleTimeoutMs: 120_000,
+  logMaxBytes: 16 * 1024 * 1024,
 };
 
 export class ConfigError extends Error {
@@ -214,6 +221,7 @@ export async function loadConfig(env: NodeJS.ProcessEnv = process.env): Promise<
     headersTimeoutMs,
     requestTimeoutMs,
     idleTimeoutMs: file.limits?.idle_timeout_ms ?? DEFAULT_LIMITS.idleTimeoutMs,
+    logMaxBytes: file.limits?.log_max_bytes ?? DEFAULT_LIMITS.logMaxBytes,
   };
 
   const forwardEnv = env['SVC_FORWARD_TARGETS'];
