@@ -62,6 +62,8 @@ export interface TestDaemonOptions {
    * default: a test daemon runs only the system apps its test asks for.
    */
   agent?: boolean;
+  /** More principals for work/auth/policy.yaml (id -> roles), besides TEST_PRINCIPALS. */
+  principals?: Record<string, readonly string[]>;
 }
 
 export interface TestDaemon extends AsyncDisposable {
@@ -73,6 +75,8 @@ export interface TestDaemon extends AsyncDisposable {
   readonly tcpPort: number;
   readonly ca: string;
   readonly pid: number;
+  /** Settles with svcd's exit code (null after a signal) when the daemon process ends, for whatever reason. */
+  readonly exited: Promise<number | null>;
   /** work/ports.json as it is now (every bound listener by name, CONTRACT §3). */
   ports(): Promise<Record<string, number>>;
   /**
@@ -97,9 +101,13 @@ export interface TestDaemon extends AsyncDisposable {
   close(): Promise<void>;
 }
 
-function policyYaml(): string {
+function policyYaml(extra: Record<string, readonly string[]> = {}): string {
   const lines = ['principals:'];
-  for (const { sub, roles } of Object.values(TEST_PRINCIPALS)) {
+  const principals = [
+    ...Object.values(TEST_PRINCIPALS),
+    ...Object.entries(extra).map(([sub, roles]) => ({ sub, roles })),
+  ];
+  for (const { sub, roles } of principals) {
     lines.push(
       `  ${JSON.stringify(sub)}:`,
       `    roles: [${roles.map((r) => JSON.stringify(r)).join(', ')}]`,
@@ -118,7 +126,7 @@ export async function startTestDaemon(options: TestDaemonOptions = {}): Promise<
   const issuer = options.issuer ?? (await startTestIssuer());
   if (ownHome) {
     await mkdir(join(workDir, 'auth'), { recursive: true, mode: 0o700 });
-    await writeFile(join(workDir, 'auth', 'policy.yaml'), policyYaml(), { mode: 0o600 });
+    await writeFile(join(workDir, 'auth', 'policy.yaml'), policyYaml(options.principals), { mode: 0o600 });
   }
   if (options.tlsFrom !== undefined)
     await cp(join(options.tlsFrom.workDir, 'ssl'), join(workDir, 'ssl'), { recursive: true });
@@ -188,6 +196,7 @@ export async function startTestDaemon(options: TestDaemonOptions = {}): Promise<
     tcpPort: started.tcp,
     ca,
     pid: child.pid!,
+    exited,
     token: (role) =>
       role === 'maintenance'
         ? issuer.mint({ clientCredentials: 'svc-automation' })
