@@ -185,7 +185,7 @@ export async function startDaemon(
     daemonUrl: restBaseUrl,
     logger: logger.child({ component: 'supervisor' }),
     stopGraceMs: config.stopGraceMs,
-    bundledAppsDir: join(config.home, 'apps'),
+    bundledAppsDir: config.systemAppsDir,
     // svc-identity is the built-in issuer: never started in external mode.
     skipBundled: (name) => name === 'identity' && config.authMode !== 'builtin',
     // Bundled programs get the daemon's settings and run on the daemon's own Node (`node` on PATH).

@@ -18,6 +18,11 @@ const SVCD_NODE_FLAGS = ((): string[] => {
   return words.slice(words.indexOf('node') + 1);
 })();
 
+/** The command line that runs svcd as `npx svcd` does (this Node, the launcher's flags). */
+export function svcdCommand(): string[] {
+  return [process.execPath, ...SVCD_NODE_FLAGS, SVCD];
+}
+
 /** Test principals, one per built-in role, plus one with no record and one tombstoned. */
 export const TEST_PRINCIPALS = {
   admin: { sub: 'test-admin', roles: ['svc-admin'] },
@@ -147,6 +152,8 @@ export async function startTestDaemon(options: TestDaemonOptions = {}): Promise<
     SVC_AUTH_MODE: 'external',
     SVC_OIDC_ISSUER: issuer.issuer,
     SVC_LOG_STDERR: '1',
+    // Only the system apps the test put under <home>/apps run, not every one of the install root.
+    SVC_SYSTEM_APPS_DIR: join(home, 'apps'),
     ...options.env,
   };
   const child: ChildProcess = spawn(process.execPath, [...SVCD_NODE_FLAGS, SVCD], {
