@@ -149,6 +149,12 @@ export async function startTestDaemon(options: TestDaemonOptions = {}): Promise<
     SVC_REST_PORT: '0',
     SVC_TCP_PORT: '0',
     SVC_AGENT_PORT: '0',
+    // Every other listener a system app may open, ephemeral too: a test never binds a default port
+    // (another svc instance on the machine may hold it).
+    SVC_ISSUER_PORT: '0',
+    SVC_AUTH_TELEMETRY_PORT: '0',
+    SVC_AUTH_GRPC_LISTEN: '127.0.0.1:0',
+    SVC_AUTH_ADMIN_LISTEN: '127.0.0.1:0',
     SVC_AUTH_MODE: 'external',
     SVC_OIDC_ISSUER: issuer.issuer,
     SVC_LOG_STDERR: '1',
