@@ -248,6 +248,7 @@ export class AppLifecycle {
     const spawned = host.runner.spawn({
       command: this.def.command,
       shell: this.def.shell,
+      login: this.def.session_login,
       cwd: this.def.working_dir,
       env: prepared.env,
       stdin:
