@@ -136,7 +136,8 @@ export async function definition(ctx: Context): Promise<App> {
   set('metadata', str(v, 'metadata'));
   // --interval takes a duration or a cron expression (which has spaces, or is like @daily).
   const interval = str(v, 'interval');
-  if (interval !== undefined) app[/\s|^@/.test(interval.trim()) ? 'cron_schedule' : 'interval'] = interval.trim();
+  if (interval !== undefined)
+    app[/\s|^@/.test(interval.trim()) ? 'cron_schedule' : 'interval'] = interval.trim();
   if (v['disabled'] === true) app['enabled'] = false;
   const exit = str(v, 'exit');
   if (exit !== undefined) app['behavior'] = { ...(app['behavior'] as object | undefined), exit };

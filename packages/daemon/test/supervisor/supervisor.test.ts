@@ -120,14 +120,22 @@ describe('exit behaviors', () => {
   it('applies behavior.exit_code_actions per exit code: remove and standby', async () => {
     f = await fixture();
     await f.sup.register(
-      { name: 'ctl', command: 'sh -c "exit 4"', behavior: { exit: 'restart', exit_code_actions: { '4': 'remove' } } },
+      {
+        name: 'ctl',
+        command: 'sh -c "exit 4"',
+        behavior: { exit: 'restart', exit_code_actions: { '4': 'remove' } },
+      },
       'a',
     );
     await waitFor(() => eventsOf(f, 'ctl', 'REMOVED').length === 1, { what: 'REMOVED' });
     expect(f.sup.get('ctl')).toBeUndefined();
     expect(eventsOf(f, 'ctl').map((e) => e.type)).toEqual(['START', 'EXIT', 'REMOVED']);
     await f.sup.register(
-      { name: 'sb', command: 'sh -c "exit 5"', behavior: { exit: 'restart', exit_code_actions: { '5': 'standby' } } },
+      {
+        name: 'sb',
+        command: 'sh -c "exit 5"',
+        behavior: { exit: 'restart', exit_code_actions: { '5': 'standby' } },
+      },
       'a',
     );
     await waitExit(f, 'sb');
@@ -446,7 +454,13 @@ describe('runs', () => {
   it('run copies an existing app with metadata and env and removes it after its lifecycle', async () => {
     f = await fixture();
     await f.sup.register(
-      { name: 'tmpl', shell: true, command: 'echo "$GREETING"; cat', env: { GREETING: 'hi' }, enabled: false },
+      {
+        name: 'tmpl',
+        shell: true,
+        command: 'echo "$GREETING"; cat',
+        env: { GREETING: 'hi' },
+        enabled: false,
+      },
       'a',
     );
     const { name, process_uuid } = await f.sup.run(
