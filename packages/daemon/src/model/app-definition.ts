@@ -157,6 +157,7 @@ export const RUNTIME_FIELDS: readonly string[] = [
   'output_captured',
   'resource_limit_status',
   'transient',
+  'state',
   'stdout_cache_size',
 ];
 

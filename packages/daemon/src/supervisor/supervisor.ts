@@ -117,6 +117,13 @@ function baseEnvironment(): Record<string, string> {
   return env;
 }
 
+/** The `name` of an untrusted definition when it is a string (validated by the parse after). */
+function definitionName(definition: unknown): string | undefined {
+  if (typeof definition !== 'object' || definition === null) return undefined;
+  const name: unknown = Object.getOwnPropertyDescriptor(definition, 'name')?.value;
+  return typeof name === 'string' ? name : undefined;
+}
+
 /** Times in the app view are epoch seconds (App Mesh 3.0). */
 const epochSeconds = (ms: number | undefined): number | undefined =>
   ms === undefined ? undefined : Math.floor(ms / 1000);
@@ -717,7 +724,13 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
       return { owner: app.def.owner_principal_id, others: othersAccess(app.def), system: app.def.system };
     },
     async register(definition, owner) {
-      const parsed = parseAppDefinition(definition, { now: now() });
+      // The definition being replaced lets a masked secret_env value (echoed from GET) keep its value.
+      const named = definitionName(definition);
+      const previous = named === undefined ? undefined : apps.get(named)?.def;
+      const parsed = parseAppDefinition(
+        definition,
+        previous === undefined ? { now: now() } : { now: now(), previous },
+      );
       return serial(parsed.name, async () => {
         const existing = apps.get(parsed.name);
         if (existing?.def.system === true) notSystem(existing, 'replaced');
