@@ -23,6 +23,8 @@
 //                 exit recorded  └──────────┘──► removed (remove) · decide (replace, timeout, window)
 //
 //    backoff ──timer──► starting          removed: terminal; REMOVED is published before the purge
+//                                         (a removal's stop publishes no EXIT)
+//    any start whose depends_on is unmet ──► waiting (waitingFor) ──supervisor re-decides──► (decide)
 //
 // Adopted processes (not our children) leave `running` when the supervisor's /proc poll finds them
 // gone (adoptedExited): exit code unknown (EXIT carries undefined), decided as a failed exit. Stop
