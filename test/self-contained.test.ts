@@ -9,7 +9,7 @@ import { REPO_ROOT } from '../packages/daemon/scripts/spec-files.ts';
 const SHARED = new RegExp(['\\.\\./', 'shared', '|/work/', 'shared', '|/work/', 'ref/'].join(''));
 
 describe('the repository is self-contained', () => {
-  it('no tracked file refers to ../shared or the reference copies outside the checkout', () => {
+  it('no tracked file refers to the shared folder or the reference copies outside the checkout', () => {
     const files = execFileSync('git', ['ls-files', '-z'], { cwd: REPO_ROOT, encoding: 'utf8' })
       .split('\0')
       .filter((f) => f !== '' && !/\.(png|jpg|ico|woff2?|gz|tgz)$/.test(f));

@@ -133,6 +133,7 @@ async function connectClient(run: Run, step: Step): Promise<void> {
   run.clients.set(name, client);
   run.spies.set(`${name}.deleteApplication`, vi.spyOn(client, 'deleteApplication'));
   run.spies.set(`${name}.unsubscribe`, vi.spyOn(client, 'unsubscribe'));
+  run.spies.set(`${name}.getApplication`, vi.spyOn(client, 'getApplication'));
   // Resolves once the client's run-wait has its subscription in place (its subscribe answered).
   const original = client.subscribe.bind(client);
   run.subscribed.set(

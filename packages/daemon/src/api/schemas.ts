@@ -17,46 +17,61 @@ const instant = z
   .meta({ description: 'epoch seconds or ISO 8601 date-time; answers give ISO 8601 UTC' });
 const stringMap = z.record(z.string(), z.string());
 
+const timeOfDay = z.union([z.string(), z.number()]).meta({ description: 'HH:MM[:SS] or seconds of the day' });
+
 const appFields = {
   name: z.string().regex(new RegExp(NAME)).meta({ description: 'unique name; equals the path name' }),
   description: z.string().optional(),
   command: z.string().min(1).meta({ description: 'command line (multi-line only with shell: true)' }),
   shell: z.boolean().optional().meta({ description: 'run through /bin/sh -c' }),
+  session_login: z.boolean().optional().meta({ description: 'run as a login session of the execution user' }),
   working_dir: z.string().optional().meta({ description: 'absolute path' }),
   env: stringMap.optional(),
-  sec_env: stringMap
-    .optional()
-    .meta({
-      description: 'secret variables: encrypted at rest, shown as ******; sending ****** back keeps a value',
-    }),
+  secret_env: stringMap.optional().meta({
+    description: 'secret variables: encrypted at rest, shown as ******; sending ****** back keeps a value',
+  }),
   metadata: z.unknown().optional().meta({ description: "written to the process's stdin" }),
-  status: z
-    .union([z.literal(0), z.literal(1)])
-    .optional()
-    .meta({ description: '1 enabled, 0 disabled' }),
+  enabled: z.boolean().optional(),
   health_check_cmd: z.string().optional(),
-  stdout_cache_num: z.number().int().min(0).max(100).optional(),
+  stdout_backup_count: z.number().int().min(0).optional().meta({ description: 'older output files kept' }),
   start_time: instant.optional(),
   end_time: instant.optional(),
-  start_interval_seconds: z
-    .union([z.number(), z.string()])
+  interval: duration.optional().meta({ description: 'seconds between starts, or an ISO 8601 duration' }),
+  cron_schedule: z
+    .string()
     .optional()
-    .meta({ description: 'interval (duration), or a cron expression when cron is true' }),
-  cron: z.boolean().optional(),
-  daily_limitation: z.object({ daily_start: z.string(), daily_end: z.string() }).optional(),
+    .meta({ description: 'a cron expression; its presence means a cron schedule' }),
+  daily_limitation: z.object({ daily_start: timeOfDay, daily_end: timeOfDay }).optional(),
+  stop_grace_period: duration.optional(),
+  depends_on: z
+    .array(z.string().regex(new RegExp(NAME)))
+    .optional()
+    .meta({ description: 'applications that must be registered, enabled, running and healthy first' }),
   resource_limit: z
-    .object({ memory_mb: z.number().int().min(1).optional(), cpu_shares: z.number().int().optional() })
+    .object({
+      cpu_shares: z.number().int().optional(),
+      memory_mb: z.number().int().min(1).optional(),
+      memory_virt_mb: z.number().int().min(1).optional(),
+    })
     .optional(),
   behavior: z
     .object({
       exit: z.enum(EXIT_ACTIONS).optional(),
-      control: z.record(z.string(), z.enum(EXIT_ACTIONS)).optional(),
+      exit_code_actions: z.record(z.string(), z.enum(EXIT_ACTIONS)).optional(),
     })
     .optional(),
-  retention: duration.optional(),
-  permission: z.array(z.string()).optional().meta({ description: 'principal ids the app is shared with' }),
+  permission: z
+    .union([z.number().int().min(0).max(99), z.string()])
+    .optional()
+    .meta({
+      description: 'two digits; the tens digit is what other principals may do: 1 deny, 2 read, 3 write',
+    }),
   pid: z.number().int().optional().meta({ description: 'adopt this running process' }),
-  owner: z.string().optional().meta({ description: 'server-set: the registering principal' }),
+  docker_image: z
+    .string()
+    .optional()
+    .meta({ description: 'reported unsupported without a container runtime' }),
+  owner_principal_id: z.string().optional().meta({ description: 'server-set: the registering principal' }),
   system: z.boolean().optional().meta({ description: 'server-set: a bundled system application' }),
   register_time: instant.optional().meta({ description: 'server-set' }),
 };
@@ -72,18 +87,27 @@ export const AppView = z
   .looseObject({
     ...appFields,
     state: z.string().optional(),
+    pid_user: z.string().optional(),
     process_uuid: z.string().optional(),
     return_code: z.number().int().nullable().optional(),
     health: z.union([z.literal(0), z.literal(1)]).optional(),
     memory: z.number().optional(),
     cpu: z.number().optional(),
+    fd: z.number().int().optional(),
+    pstree: z.string().optional(),
     processes: z.number().int().optional(),
     starts: z.number().int().optional(),
-    last_start_time: z.string().optional(),
-    last_exit_time: z.string().optional(),
-    next_start_time: z.string().optional(),
+    last_start_time: instant.optional(),
+    last_exit_time: instant.optional(),
+    next_start_time: instant.optional(),
     last_error: z.string().optional(),
+    waiting_for: z.unknown().optional().meta({ description: 'the unmet depends_on' }),
+    stdout_file_count: z.number().int().optional(),
     stdout_cache_size: z.number().int().optional(),
+    owner_display_name: z.string().optional(),
+    task_id: z.unknown().optional(),
+    task_status: z.unknown().optional(),
+    container_id: z.string().optional(),
     adopted: z.boolean().optional(),
     output_captured: z.boolean().optional(),
     transient: z.boolean().optional(),

@@ -37,10 +37,11 @@ const ghost = principal('ghost', BUILTIN_ROLES['svc-admin'], ['svc-admin'], 'tom
 const bare = principal('bare', []);
 
 const APPS: Record<string, AppRecord> = {
-  alices: { owner: 'alice', shared: [], system: false },
-  devs: { owner: 'dev', shared: [], system: false },
-  shared: { owner: 'alice', shared: ['dev'], system: false },
-  agent: { owner: undefined, shared: [], system: true },
+  alices: { owner: 'alice', others: 'deny', system: false },
+  devs: { owner: 'dev', others: 'deny', system: false },
+  shared: { owner: 'alice', others: 'write', system: false },
+  readable: { owner: 'alice', others: 'read', system: false },
+  agent: { owner: undefined, others: 'deny', system: true },
 };
 
 const resolver: AccessResolver = {
@@ -109,6 +110,17 @@ describe('per-application rules', () => {
     expect(outcome(() => decide(rule, dev, input({ name: 'alices' }), resolver))).toBe('forbidden');
     expect(outcome(() => decide(rule, maintenance, input({ name: 'alices' }), resolver))).toBe('allow');
     expect(outcome(() => decide(rule, viewer, input({ name: 'alices' }), resolver))).toBe('forbidden');
+  });
+  it('a read share lets others view and read output, not control', () => {
+    expect(outcome(() => decide(onApp('app-view'), dev, input({ name: 'readable' }), resolver))).toBe(
+      'allow',
+    );
+    expect(outcome(() => decide(onApp('app-output-view'), dev, input({ name: 'readable' }), resolver))).toBe(
+      'allow',
+    );
+    expect(outcome(() => decide(onApp('app-control'), dev, input({ name: 'readable' }), resolver))).toBe(
+      'forbidden',
+    );
   });
   it('app-view-all views any app; app-view only mine', () => {
     const rule = onApp('app-view');

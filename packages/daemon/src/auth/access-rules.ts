@@ -5,7 +5,7 @@
 // themselves and never look at the transport. Handlers contain no authorization code.
 import { SvcError, type Permission } from '@svc/protocol';
 import { authenticateWorker, type KeyVerdict, type WorkerRequest } from '../tasks/worker-auth.ts';
-import { authorizeApp } from './authorizer.ts';
+import { authorizeApp, type OthersAccess } from './authorizer.ts';
 import type { Principal } from './principal.ts';
 
 /** Where a per-application rule finds the application's name. */
@@ -27,7 +27,7 @@ export type AccessRule =
   | { readonly kind: 'permission'; readonly permission: Permission; readonly also?: readonly Permission[] }
   /**
    * An active principal allowed `permission` on one application (authorizeApp: app-manage-all, or
-   * owner, or shared through the app's `permission` list; app-view also by app-view-all; app-delete
+   * owner, or shared through the tens digit of the app's `permission`; app-view also by app-view-all; app-delete
    * by the owner without any permission). System applications exist only for svc-admin (404 for
    * everyone else); with `changes: true` they cannot be changed at all (409 system_app).
    */
@@ -55,7 +55,8 @@ export type AccessRule =
 /** What a rule may need to know of an application. */
 export interface AppRecord {
   readonly owner: string | undefined;
-  readonly shared: readonly string[];
+  /** What other principals may do (the tens digit of the app's `permission`). */
+  readonly others: OthersAccess;
   readonly system: boolean;
 }
 
@@ -96,7 +97,7 @@ export function seesApp(principal: Principal, app: AppRecord): boolean {
 }
 
 /** Whether the principal may read the output (and STDOUT events) of the application. */
-export function mayReadOutput(principal: Principal, app: Pick<AppRecord, 'owner' | 'shared'>): boolean {
+export function mayReadOutput(principal: Principal, app: Pick<AppRecord, 'owner' | 'others'>): boolean {
   try {
     authorizeApp(principal, 'app-output-view', app);
     return true;
@@ -213,7 +214,7 @@ function decideApp(
   if (app?.system === true && rule.changes)
     throw new SvcError('system_app', `${name} is a system application and cannot be changed through the API`);
   // A new application will be owned by the caller.
-  const subject = app ?? { owner: principal.id, shared: [] };
+  const subject = app ?? { owner: principal.id, others: 'deny' as const };
   if (rule.app.from === 'body-copy') {
     // Running a copy: the run permission itself, and sight of the application copied.
     requirePermission(principal, rule.permission);

@@ -100,7 +100,7 @@ export class EventHub {
     } else {
       const access = this.#supervisor.access(app);
       // An app not registered yet (atomic registration) will be owned by the subscriber.
-      outputAllowed = mayReadOutput(principal, access ?? { owner: principal.id, shared: [] });
+      outputAllowed = mayReadOutput(principal, access ?? { owner: principal.id, others: 'deny' });
     }
     if (!outputAllowed && events.has('STDOUT')) {
       if (!selection.all)

@@ -53,13 +53,24 @@ const WORKER = join(import.meta.dirname, '../tasks/worker.ts');
 const ROLES: TestRole[] = ['admin', 'viewer', 'maintenance', 'nobody', 'developer'];
 type Transport = 'rest' | 'tcp';
 
-/** Owners and share lists of the fixture applications (principal ids). */
-const APPS: Record<string, { owner: string; shared: string[] }> = {
-  'admin-app': { owner: TEST_PRINCIPALS.admin.sub, shared: [] },
-  'dev-app': { owner: TEST_PRINCIPALS.developer.sub, shared: [] },
-  'shared-app': { owner: TEST_PRINCIPALS.admin.sub, shared: [TEST_PRINCIPALS.developer.sub] },
-  'worker-app': { owner: TEST_PRINCIPALS.admin.sub, shared: [] },
+type Others = 'deny' | 'read' | 'write';
+/** Owners of the fixture applications and what others may do (tens digit of `permission`). */
+const APPS: Record<string, { owner: string; others: Others }> = {
+  'admin-app': { owner: TEST_PRINCIPALS.admin.sub, others: 'deny' },
+  'dev-app': { owner: TEST_PRINCIPALS.developer.sub, others: 'deny' },
+  'shared-app': { owner: TEST_PRINCIPALS.admin.sub, others: 'write' },
+  'read-app': { owner: TEST_PRINCIPALS.admin.sub, others: 'read' },
+  'worker-app': { owner: TEST_PRINCIPALS.admin.sub, others: 'deny' },
 };
+const PERMISSION_DIGITS: Record<Others, number> = { deny: 11, read: 21, write: 31 };
+/** What a `read` share extends to others (spec/contract.md §6); `write` extends everything. */
+const READ_SHARE: readonly Permission[] = [
+  'app-view',
+  'app-output-view',
+  'app-subscribe',
+  'app-run-async',
+  'app-run-sync',
+];
 
 interface Call {
   path: string;
@@ -121,7 +132,7 @@ async function subscriptionFor(role: TestRole, transport: Transport, app: string
 
 const CASES: Record<string, Case[]> = {
   listApplications: [{ label: 'list', call: fixed({ path: '/svc/applications' }) }],
-  getApplication: ['admin-app', 'dev-app', 'shared-app'].map((app) => ({
+  getApplication: ['admin-app', 'dev-app', 'shared-app', 'read-app'].map((app) => ({
     label: app,
     call: fixed({ path: `/svc/app/${app}`, app }),
   })),
@@ -146,7 +157,7 @@ const CASES: Record<string, Case[]> = {
       label: 'replace a shared app',
       call: fixed({
         path: '/svc/app/shared-app',
-        options: { body: { command: 'sleep 600', permission: APPS['shared-app']!.shared } },
+        options: { body: { command: 'sleep 600', permission: PERMISSION_DIGITS.write } },
         app: 'shared-app',
       }),
     },
@@ -161,12 +172,12 @@ const CASES: Record<string, Case[]> = {
           body: { command: 'sleep 600' },
         });
         expect(r.status, r.text()).toBe(200);
-        APPS[name] = { owner: TEST_PRINCIPALS.developer.sub, shared: [] };
+        APPS[name] = { owner: TEST_PRINCIPALS.developer.sub, others: 'deny' };
         return { path: `/svc/app/${name}`, app: name };
       },
     },
   ],
-  enableApplication: ['dev-app', 'admin-app'].map((app) => ({
+  enableApplication: ['dev-app', 'admin-app', 'read-app', 'shared-app'].map((app) => ({
     label: app,
     call: fixed({ path: `/svc/app/${app}/enable`, app }),
   })),
@@ -176,13 +187,13 @@ const CASES: Record<string, Case[]> = {
       async call(role, t) {
         const name = `dis-${own(role, t)}`;
         await admin('PUT', `/svc/app/${name}`, { body: { command: 'sleep 600' } });
-        APPS[name] = { owner: TEST_PRINCIPALS.admin.sub, shared: [] };
+        APPS[name] = { owner: TEST_PRINCIPALS.admin.sub, others: 'deny' };
         return { path: `/svc/app/${name}/disable`, app: name };
       },
     },
   ],
   getApplicationHealth: [{ label: 'admin-app', call: fixed({ path: '/svc/app/admin-app/health' }) }],
-  getApplicationOutput: ['admin-app', 'dev-app', 'shared-app'].map((app) => ({
+  getApplicationOutput: ['admin-app', 'dev-app', 'shared-app', 'read-app'].map((app) => ({
     label: app,
     call: fixed({ path: `/svc/app/${app}/output`, app }),
   })),
@@ -307,12 +318,12 @@ function permissionsOf(role: TestRole): ReadonlySet<Permission> {
 function allowedOnApp(
   role: TestRole,
   permission: Permission,
-  app: { owner: string; shared: string[] },
+  app: { owner: string; others: Others },
 ): boolean {
   const has = (p: Permission): boolean => permissionsOf(role).has(p);
   const id = TEST_PRINCIPALS[role].sub;
   const owns = app.owner === id;
-  const mine = owns || app.shared.includes(id);
+  const mine = owns || app.others === 'write' || (app.others === 'read' && READ_SHARE.includes(permission));
   if (permission === 'app-delete' && owns) return true;
   if (permission === 'app-view')
     return has('app-view-all') || has('app-manage-all') || (has('app-view') && mine);
@@ -334,7 +345,10 @@ function allowed(rule: Rule, role: TestRole, call: Call): boolean {
     case 'subscription-owner':
       return has(rule.permission) && call.subscriptionOwner === role;
     case 'app': {
-      const app = call.app === undefined ? { owner: TEST_PRINCIPALS[role].sub, shared: [] } : APPS[call.app]!;
+      const app =
+        call.app === undefined
+          ? { owner: TEST_PRINCIPALS[role].sub, others: 'deny' as const }
+          : APPS[call.app]!;
       if (rule.app.from === 'body-copy')
         return has(rule.permission) && (call.app === undefined || allowedOnApp(role, 'app-view', app));
       if (!allowedOnApp(role, rule.permission, app)) return false;
@@ -356,7 +370,7 @@ function deniedStatus(rule: Rule): number {
 beforeAll(async () => {
   daemon = await startTestDaemon();
   for (const role of ROLES) tokens.set(role, await daemon.token(role));
-  for (const [name, { owner, shared }] of Object.entries(APPS)) {
+  for (const [name, { owner, others }] of Object.entries(APPS)) {
     const token = owner === TEST_PRINCIPALS.developer.sub ? tokens.get('developer') : tokens.get('admin');
     const body =
       name === 'worker-app'
@@ -364,7 +378,7 @@ beforeAll(async () => {
             command: `"${process.execPath}" "${WORKER}"`,
             env: { NODE_EXTRA_CA_CERTS: join(daemon.workDir, 'ssl', 'ca.pem'), WORKER_CONCURRENCY: '4' },
           }
-        : { command: 'sleep 600', ...(shared.length > 0 ? { permission: shared } : {}) };
+        : { command: 'sleep 600', permission: PERMISSION_DIGITS[others] };
     const r = await daemon.rest().call('PUT', `/svc/app/${name}`, { token, body });
     expect(r.status, r.text()).toBe(200);
   }

@@ -130,7 +130,8 @@ export const appOperations: Operation<Services>[] = [
         permission: 'app-control',
         app: { from: 'path' },
         missing: 'not-found',
-        changes: true,
+        // svc-admin may enable (start) a system application that is down; disabling one is refused.
+        changes: action === 'disable',
       },
       summary: `${action === 'enable' ? 'Enable' : 'Disable'} an application`,
       responses: [{ status: 200, description: 'the application', json: AppView }],

@@ -7,8 +7,6 @@ import type { Services } from '../services.ts';
 import { defineOperation, type Operation } from '../types.ts';
 import { durationParam } from './query.ts';
 
-const MAX_RUN_MS = 24 * 3600 * 1000;
-
 /** The run body: a JSON object (validated as an application definition by the supervisor). */
 const runBody = z.record(z.string(), z.unknown(), { error: 'the run definition must be a JSON object' });
 
@@ -18,11 +16,18 @@ function named(input: Record<string, unknown>): Record<string, unknown> {
 }
 
 const asyncQuery = z.object({
-  timeout: durationParam('timeout', 'stop the run after this duration', MAX_RUN_MS),
-  lifecycle: durationParam('lifecycle', 'remove the transient app this long after it exits', MAX_RUN_MS),
+  // No cap below the parser's maximum: App Mesh 3.0 clients send timeout=P2D and lifecycle=P2DT12H
+  // (as seconds) by default; timers re-arm past setTimeout's 24.8-day limit.
+  timeout: durationParam('timeout', 'stop the run after this duration'),
+  lifecycle: durationParam('lifecycle', 'remove the transient app this long after it exits'),
 });
 const syncQuery = z.object({
-  timeout: durationParam('timeout', 'stop the run after this duration (default 10 s)', MAX_RUN_MS),
+  timeout: durationParam('timeout', 'stop the run after this duration (default 10 s)'),
+  // Validated like the async run's (the same clients send it); a synchronous run is removed at once.
+  lifecycle: durationParam(
+    'lifecycle',
+    'accepted for symmetry with /svc/app/run; the app is removed at exit',
+  ),
 });
 
 export const runOperations: Operation<Services>[] = [
