@@ -105,14 +105,15 @@ export function createDispatcher<S>(options: DispatcherOptions<S>): Dispatch {
       const { operation, params } = router.match(request.method, request.path);
       const access = operation.access;
       const connection = request.connection;
-      if (connection?.transport === 'wss' && connection.principalId === undefined && needsBearer(access))
+      const bearer = needsBearer(access, request.headers);
+      if (connection?.transport === 'wss' && connection.principalId === undefined && bearer)
         // spec: a WSS session without a bearer is limited to the worker task RPC.
         throw unauthorized(
           request,
           'unauthorized',
           'this WSS session has no bearer; it may only use the worker task RPC',
         );
-      const principal = needsBearer(access) ? await principalOf(request) : undefined;
+      const principal = bearer ? await principalOf(request) : undefined;
       if (operation.connection === 'persistent' && connection === undefined)
         throw new SvcError(
           'persistent_connection_required',

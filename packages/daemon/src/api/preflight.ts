@@ -4,6 +4,7 @@
 // routes read a body only up to the pre-authentication cap unless the request carries a process
 // key. The dispatcher checks everything again on the full request (this is only an early refusal).
 import { SvcError } from '@svc/protocol';
+import { needsBearer } from '../auth/access-rules.ts';
 import { PROCESS_KEY_HEADER } from '../tasks/worker-auth.ts';
 import type { Authenticator } from './dispatcher.ts';
 import { errorResponse } from './responses.ts';
@@ -41,7 +42,7 @@ export function createPreflight<S>(router: Router<S>, auth: Authenticator): Pref
       if (error instanceof SvcError) return errorResponse(error);
       throw error;
     }
-    if (access.kind === 'public' || access.kind === 'process-key') {
+    if (!needsBearer(access, request.headers)) {
       const key = request.headers[PROCESS_KEY_HEADER];
       return key !== undefined && key !== '' ? 'full' : 'pre-auth';
     }

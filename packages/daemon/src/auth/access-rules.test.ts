@@ -174,7 +174,7 @@ describe('per-application rules', () => {
     const rule: AccessRule = {
       kind: 'app',
       permission: 'app-run-async',
-      app: { from: 'body-copy' },
+      app: { from: 'body-copy', needs: 'app-view' },
       missing: 'not-found',
       changes: false,
     };
@@ -234,6 +234,25 @@ describe('process-key rules', () => {
   });
   it('a bearer never satisfies a process-key rule', () => {
     expect(outcome(() => decide(rule, admin, input({ name: 'devs' }), resolver))).toBe('forbidden');
+  });
+  it('a permission rule open to a process key: the key decides when present, the bearer otherwise', () => {
+    const rule: AccessRule = {
+      kind: 'permission',
+      permission: 'host-resource-view',
+      orProcessKeyOf: 'agent',
+    };
+    const agentResolver: AccessResolver = {
+      ...resolver,
+      verifyProcessKey: (app, key) => (app === 'agent' && key === 'agent-key' ? 'ok' : 'unknown'),
+    };
+    expect(outcome(() => decideWithoutBearer(rule, request('agent-key'), input(), agentResolver))).toBe(
+      'allow',
+    );
+    expect(outcome(() => decideWithoutBearer(rule, request('good'), input(), agentResolver))).toBe(
+      'forbidden',
+    );
+    expect(outcome(() => decide(rule, viewer, input(), agentResolver))).toBe('allow');
+    expect(outcome(() => decide(rule, bare, input(), agentResolver))).toBe('forbidden');
   });
   it('metrics: svc-agent only, 403 without a key', () => {
     const metrics: AccessRule = { kind: 'process-key', app: 'agent' };

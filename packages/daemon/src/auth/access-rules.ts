@@ -4,7 +4,12 @@
 // a small resolver knows about the application or subscription involved; they never do I/O
 // themselves and never look at the transport. Handlers contain no authorization code.
 import { SvcError, type Permission } from '@svc/protocol';
-import { authenticateWorker, type KeyVerdict, type WorkerRequest } from '../tasks/worker-auth.ts';
+import {
+  authenticateWorker,
+  PROCESS_KEY_HEADER,
+  type KeyVerdict,
+  type WorkerRequest,
+} from '../tasks/worker-auth.ts';
 import { authorizeApp, type OthersAccess } from './authorizer.ts';
 import type { Principal } from './principal.ts';
 
@@ -14,17 +19,27 @@ export type AppLocator =
   | { readonly from: 'path' }
   /**
    * The `name` field of the JSON body, only when the body has no `command` (a run of a copy of a
-   * registered application); a body with `command` names a new transient application.
+   * registered application; the caller needs `needs` on it besides the rule's permission); a body
+   * with `command` names a new transient application.
    */
-  | { readonly from: 'body-copy' };
+  | { readonly from: 'body-copy'; readonly needs: Permission };
 
 export type AccessRule =
   /** Anyone, no token. */
   | { readonly kind: 'public' }
   /** Any valid bearer token, also of a tombstoned principal (it may still ask who it is). */
   | { readonly kind: 'authenticated' }
-  /** An active principal holding `permission` and every permission of `also`. */
-  | { readonly kind: 'permission'; readonly permission: Permission; readonly also?: readonly Permission[] }
+  /**
+   * An active principal holding `permission` and every permission of `also`. With `orProcessKeyOf`,
+   * a request carrying `X-Svc-Process-Key` is decided as the process key of that application
+   * instead (never falling back to the bearer).
+   */
+  | {
+      readonly kind: 'permission';
+      readonly permission: Permission;
+      readonly also?: readonly Permission[];
+      readonly orProcessKeyOf?: 'agent';
+    }
   /**
    * An active principal allowed `permission` on one application (authorizeApp: app-manage-all, or
    * owner, or shared through the tens digit of the app's `permission`; app-view also by app-view-all; app-delete
@@ -116,8 +131,13 @@ function requirePermission(principal: Principal, permission: Permission, why = '
     throw new SvcError('forbidden', `permission ${permission} required${why}`);
 }
 
-/** Whether the rule needs a bearer token (every rule but public and process-key). */
-export function needsBearer(rule: AccessRule): boolean {
+/**
+ * Whether the request is decided by a bearer token: every rule but public and process-key, and a
+ * permission rule open to a process key only when the request carries none.
+ */
+export function needsBearer(rule: AccessRule, headers: Readonly<Record<string, string>> = {}): boolean {
+  if (rule.kind === 'permission' && rule.orProcessKeyOf !== undefined)
+    return headers[PROCESS_KEY_HEADER] === undefined;
   return rule.kind !== 'public' && rule.kind !== 'process-key';
 }
 
@@ -142,8 +162,12 @@ export function decideWithoutBearer(
   resolver: AccessResolver,
 ): Grant {
   if (rule.kind === 'public') return NO_GRANT;
+  if (rule.kind === 'permission' && rule.orProcessKeyOf !== undefined) {
+    authenticateWorker(request, METRICS_READER_APP, (name, key) => resolver.verifyProcessKey(name, key));
+    return NO_GRANT;
+  }
   if (rule.kind !== 'process-key') throw new SvcError('unauthorized', 'a bearer token is required');
-  if (rule.app === 'agent' && request.headers['x-svc-process-key'] === undefined)
+  if (rule.app === 'agent' && request.headers[PROCESS_KEY_HEADER] === undefined)
     throw new SvcError(
       'forbidden',
       "GET /svc/metrics is served to svc-agent only; scrape the agent's Prometheus exporter (SVC_METRICS_PORT)",
@@ -216,9 +240,9 @@ function decideApp(
   // A new application will be owned by the caller.
   const subject = app ?? { owner: principal.id, others: 'deny' as const };
   if (rule.app.from === 'body-copy') {
-    // Running a copy: the run permission itself, and sight of the application copied.
+    // Running a copy: the run permission itself, and `needs` on the application copied.
     requirePermission(principal, rule.permission);
-    authorizeApp(principal, 'app-view', subject);
+    authorizeApp(principal, rule.app.needs, subject);
   } else authorizeApp(principal, rule.permission, subject);
   if (rule.withQuery !== undefined && input.query[rule.withQuery.name] !== undefined)
     authorizeApp(principal, rule.withQuery.permission, subject);

@@ -21,12 +21,10 @@ import {
 } from '@svc/testkit';
 import { operations } from '../../src/api/operations/index.ts';
 
-interface AppLocator {
-  from: 'path' | 'body-copy';
-}
+type AppLocator = { from: 'path' } | { from: 'body-copy'; needs: Permission };
 type Rule =
   | { kind: 'public' | 'authenticated' }
-  | { kind: 'permission'; permission: Permission; also?: Permission[] }
+  | { kind: 'permission'; permission: Permission; also?: Permission[]; orProcessKeyOf?: 'agent' }
   | {
       kind: 'app';
       permission: Permission;
@@ -350,7 +348,7 @@ function allowed(rule: Rule, role: TestRole, call: Call): boolean {
           ? { owner: TEST_PRINCIPALS[role].sub, others: 'deny' as const }
           : APPS[call.app]!;
       if (rule.app.from === 'body-copy')
-        return has(rule.permission) && (call.app === undefined || allowedOnApp(role, 'app-view', app));
+        return has(rule.permission) && (call.app === undefined || allowedOnApp(role, rule.app.needs, app));
       if (!allowedOnApp(role, rule.permission, app)) return false;
       if (rule.withQuery !== undefined && call.options?.query?.[rule.withQuery.name] !== undefined)
         return allowedOnApp(role, rule.withQuery.permission, app);

@@ -38,7 +38,7 @@ export const runOperations: Operation<Services>[] = [
     access: {
       kind: 'app',
       permission: 'app-run-async',
-      app: { from: 'body-copy' },
+      app: { from: 'body-copy', needs: 'app-view' },
       missing: 'not-found',
       changes: false,
     },
@@ -68,7 +68,7 @@ export const runOperations: Operation<Services>[] = [
     access: {
       kind: 'app',
       permission: 'app-run-sync',
-      app: { from: 'body-copy' },
+      app: { from: 'body-copy', needs: 'app-view' },
       missing: 'not-found',
       changes: false,
     },
