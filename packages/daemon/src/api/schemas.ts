@@ -131,7 +131,9 @@ export const RunDefinition = z.record(z.string(), z.unknown()).meta({
 
 export const RunStarted = z.object({ name: z.string(), process_uuid: z.string() }).meta({ id: 'RunStarted' });
 
-const permissionEnum = z.enum(PERMISSIONS as unknown as [Permission, ...Permission[]]);
+const permissionEnum = z.enum(PERMISSIONS as unknown as [Permission, ...Permission[]], {
+  error: 'not a permission (GET /svc/permissions lists them)',
+});
 
 export const Self = z
   .object({
