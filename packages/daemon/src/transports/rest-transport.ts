@@ -74,13 +74,15 @@ export function createRestServer(options: RestTransportOptions): { server: Serve
   closeIdleHttpConnections(server, limits.idleTimeoutMs);
 
   // `Expect: 100-continue` (curl sends it for large bodies): refuse an oversized body before the
-  // client sends it; otherwise let the body come and handle the request as usual.
+  // client sends it; otherwise handle the request as usual, and ask for the body (100) once the
+  // bearer and the size are accepted.
+  const awaitingContinue = new WeakSet<ServerResponse>();
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
     if (Number(req.headers['content-length'] ?? 0) > limits.maxBodyBytes) {
       send(res, tooLarge(limits.maxBodyBytes));
       return;
     }
-    res.writeContinue();
+    awaitingContinue.add(res);
     server.emit('request', req, res);
   });
 
@@ -131,6 +133,7 @@ export function createRestServer(options: RestTransportOptions): { server: Serve
       send(res, tooLarge(bodyLimit));
       return;
     }
+    if (awaitingContinue.has(res)) res.writeContinue();
     const body = await readBody(req, bodyLimit);
     if (body === undefined) {
       send(res, tooLarge(bodyLimit));
