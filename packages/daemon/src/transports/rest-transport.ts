@@ -116,8 +116,11 @@ export function createRestServer(options: RestTransportOptions): { server: Serve
     for (const [key, value] of Object.entries(req.headers)) {
       if (value !== undefined) headers[key] = Array.isArray(value) ? value.join(', ') : value;
     }
-    // The bearer (or the route's openness) is settled before a byte of the body is buffered.
-    const verdict = await options.preflight({ method, path: target.path, headers });
+    // The bearer (or the route's openness) is settled before a byte of a body is buffered; a
+    // request without a body goes straight to the dispatcher, which checks the same.
+    const hasBody =
+      req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
+    const verdict = hasBody ? await options.preflight({ method, path: target.path, headers }) : 'full';
     if (typeof verdict !== 'string') {
       discard(req, res);
       send(res, verdict);
