@@ -3,7 +3,7 @@
 // first so that ephemeral ports are known before managed processes receive SVC_DAEMON_URL;
 // requests that arrive before the supervisor is ready wait for it.
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdir, readFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, rm } from 'node:fs/promises';
 import type { Server as HttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
@@ -39,6 +39,7 @@ import { createRestServer } from './transports/rest-transport.ts';
 import { createTcpServer } from './transports/tcp-transport.ts';
 import { attachWsTransport } from './transports/ws-transport.ts';
 import { writeFileAtomic } from './util/atomic-file.ts';
+import { readProcStat } from './supervisor/proc-stats.ts';
 
 export interface RunningDaemon {
   readonly config: DaemonConfig;
@@ -203,7 +204,8 @@ export async function startDaemon(
     daemonUrl: restBaseUrl,
     logger: logger.child({ component: 'supervisor' }),
     stopGraceMs: config.stopGraceMs,
-    bundledAppsDir: join(config.home, 'apps'),
+    outputMaxBytes: config.outputMaxBytes,
+    bundledAppsDir: config.systemAppsDir,
     // svc-identity is the built-in issuer: never started in external mode.
     skipBundled: (name) => name === 'identity' && config.authMode !== 'builtin',
     // Bundled programs get the daemon's settings and run on the daemon's own Node (`node` on PATH).
@@ -257,6 +259,12 @@ export async function startDaemon(
   const portsFile = new PortsFile(work);
   await portsFile.set('rest', restPort);
   await portsFile.set('tcp', tcpPort);
+  // Who this daemon is, for `svc daemon stop` (pid + start time: a reused pid never matches).
+  const pidFile = join(work, 'svcd.pid');
+  await writeFileAtomic(
+    pidFile,
+    JSON.stringify({ pid: process.pid, start_ticks: readProcStat(process.pid)?.startTicks ?? 0 }) + '\n',
+  );
   const stopPortsMerge =
     config.authMode === 'builtin'
       ? portsFile.mergeFrom('identity', (ports) => {
@@ -310,6 +318,7 @@ export async function startDaemon(
           stopAgentPortsMerge();
         });
         await step('detach supervisor', () => supervisor.detach());
+        await step('remove pid file', () => rm(pidFile, { force: true }));
         await logger.close();
       })();
       return closing;
