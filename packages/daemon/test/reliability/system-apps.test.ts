@@ -141,11 +141,7 @@ describe('system applications always restart (issue 12 item 11)', () => {
     expect(restarted.starts).toBe(down!.starts + 1);
     expect(Date.parse(restarted.last_start_time!)).toBeLessThan(Date.parse(down!.next_start_time!));
     leftovers.push(restarted.pid!);
-    // Other roles cannot see (404) or start system apps; disable stays refused.
-    const viewer = await daemon.rest().call('POST', '/svc/app/identity/enable', {
-      token: await daemon.token('viewer'),
-    });
-    expect(viewer.status).not.toBe(200);
+    // Disable stays refused (the roles of enable: the last describe).
     const disable = await daemon.rest().call('POST', '/svc/app/identity/disable', { token });
     expect(disable.status).toBe(403);
   });
@@ -174,5 +170,36 @@ describe('system applications always restart (issue 12 item 11)', () => {
     expect(app.state).toBe('running');
     expect(app.pid).not.toBe(pid);
     leftovers.push(app.pid!);
+  });
+});
+
+describe('POST /svc/app/{system app}/enable by role', () => {
+  it('svc-admin 200 (running: unchanged); maintenance 404 (invisible); viewer 403; no token 401', async () => {
+    const daemon = await start({
+      files: { 'apps/sysapp.yaml': 'name: sysapp\ncommand: sleep 600\nsystem: true\n' },
+    });
+    const rest = daemon.rest();
+    const admin = await daemon.token('admin');
+    const running = await waitFor(
+      async () => {
+        const app = (await rest.call('GET', '/svc/app/sysapp', { token: admin })).json<AppView>();
+        return app.pid !== undefined && processAlive(app.pid) ? app : undefined;
+      },
+      { what: 'sysapp running', timeoutMs: 15_000 },
+    );
+    leftovers.push(running.pid!);
+    const expected: [string | undefined, number][] = [
+      [admin, 200],
+      [await daemon.token('maintenance'), 404],
+      [await daemon.token('viewer'), 403],
+      [undefined, 401],
+    ];
+    for (const [token, status] of expected) {
+      const r = await rest.call('POST', '/svc/app/sysapp/enable', token === undefined ? {} : { token });
+      expect(r.status, r.text()).toBe(status);
+    }
+    const after = (await rest.call('GET', '/svc/app/sysapp', { token: admin })).json<AppView>();
+    expect(after.pid).toBe(running.pid);
+    expect(after.starts).toBe(running.starts);
   });
 });
