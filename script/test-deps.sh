@@ -3,8 +3,8 @@
 #   chromium                      administration UI tests (playwright-core drives the Debian browser)
 #   openssl, procps               test certificates; process checks
 #   python3 + venv + pip          the App Mesh 3.0 SDK compatibility suite (test/compat)
-#   python3-yaml                  YAML 1.1 read-back of stored definitions (PyYAML, block-yaml.test.ts);
-#                                 python3 also runs the chatty/memory-hog children of reliability tests
+#   python3-yaml (PyYAML)         stored app definitions read back by a YAML 1.1 reader; python3
+#                                 also runs the chatty and memory-hog children of reliability tests
 #   util-linux (fallocate)        output size cap (hole punching)
 # Installed with apt-get when missing (root on Debian); otherwise it stops at once naming the one
 # command that installs them. A machine that has everything returns at once without touching apt.
@@ -17,10 +17,10 @@ have openssl || missing+=(openssl)
 have ps || missing+=(procps)
 if ! have python3; then
   missing+=(python3 python3-venv python3-pip)
-elif ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
-  missing+=(python3-venv python3-pip)
+else
+  python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || missing+=(python3-venv python3-pip)
 fi
-if ! have python3 || ! python3 -c 'import yaml' >/dev/null 2>&1; then missing+=(python3-yaml); fi
+python3 -c 'import yaml' >/dev/null 2>&1 || missing+=(python3-yaml)
 have fallocate || missing+=(util-linux)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
