@@ -136,6 +136,9 @@ export class OutputStore {
       if (cut <= start) return;
       info.start = cut; // reads skip the released bytes from now on
       await this.#options.beforeRelease?.(); // throws: retried at the next check
+      // Closed meanwhile (shutdown): no release after the snapshot's final write; the next daemon's
+      // check releases them.
+      if (this.#closed) return;
       const punched = await new Promise<Error | undefined>((resolve) =>
         execFile(
           'fallocate',
