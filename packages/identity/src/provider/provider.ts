@@ -346,7 +346,9 @@ export function createIdentityProvider(options: IdentityProviderOptions): Identi
           if (resource !== undefined && resource !== API_RESOURCE)
             throw new errors.InvalidRequest('unknown resource indicator');
           const forApi = requested.has(AUDIENCE_SCOPE) || resource === API_RESOURCE;
-          const oidcScope = [...requested].filter((s) => s !== AUDIENCE_SCOPE).join(' ');
+          const oidcScope = [...requested]
+            .filter((s) => (OIDC_SCOPES as readonly string[]).includes(s))
+            .join(' ');
 
           const grant = new provider.Grant({ accountId: user.user_id, clientId: client.clientId });
           if (oidcScope !== '') grant.addOIDCScope(oidcScope);
