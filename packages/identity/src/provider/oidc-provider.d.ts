@@ -33,6 +33,8 @@ declare module 'oidc-provider' {
     method: string;
     path: string;
     status: number;
+    req: import('node:http').IncomingMessage;
+    set(field: string, value: string): void;
   }
 
   export interface ResourceServerInfo {
