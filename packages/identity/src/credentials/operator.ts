@@ -11,7 +11,7 @@ import { writeFileAtomic } from './atomic-write.ts';
 import { readAutomationSecret, type AuthMode } from './bootstrap.ts';
 import { credentialFilePath, readCredentialFile, writeCredentialFile } from './credential-file.ts';
 import { CredentialError } from './errors.ts';
-import { generatePassword, hashPassword, newPasswordProblem, passwordProblem } from './password.ts';
+import { generatePassword, hashPassword, passwordProblem } from './password.ts';
 
 /** A failure of an operator action; `exitCode` 3 marks a reachability error. */
 export class OperatorError extends Error {
@@ -367,8 +367,6 @@ export async function addUser(options: {
     );
   if (!(await roleExists(workDir, role)))
     throw new OperatorError(`role ${JSON.stringify(role)} does not exist in ${policyFilePath(workDir)}`);
-  const weak = newPasswordProblem(options.password);
-  if (weak !== undefined) throw new OperatorError(`stdin: ${weak}`);
   const base = await adminUiUrl(home, env);
   const created = await request(
     { ...base, url: `${base.url}/api/users` },

@@ -33,7 +33,7 @@ declare module 'oidc-provider' {
     method: string;
     path: string;
     status: number;
-    req: import('node:http').IncomingMessage;
+    req: IncomingMessage;
     set(field: string, value: string): void;
   }
 

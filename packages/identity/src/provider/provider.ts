@@ -42,6 +42,7 @@ import { RefreshReuse, REFRESH_REUSE_MS } from './refresh-reuse.ts';
 import { Telemetry } from './telemetry.ts';
 import type { SecretBox } from '../credentials/master-key.ts';
 import { PasswordSignIn, clientAddress } from './sign-in.ts';
+import type { IdentityState } from './state-file.ts';
 import type { SignInResult } from './sign-in.ts';
 import { SignInThrottle } from './sign-in-throttle.ts';
 
@@ -74,6 +75,8 @@ export interface IdentityProviderOptions {
   sessions?: SessionSink | undefined;
   /** Decrypts users' TOTP secrets (secret-master-key); without it no MFA user can sign in. */
   secrets?: SecretBox | undefined;
+  /** Persisted state (keys, grants, tokens, device codes, sessions); default: in memory only. */
+  state?: IdentityState | undefined;
   /** Password-guessing limits; default: the documented limits on `now`. */
   throttle?: SignInThrottle | undefined;
 }
@@ -160,6 +163,15 @@ function resourceServerInfo(): ResourceServerInfo {
   };
 }
 
+/** `invalid_grant` with this status and description (the library's constructor takes a detail only). */
+function grantError(status: number, description: string): OIDCProviderError {
+  const error = new errors.InvalidGrant(description);
+  error.error_description = description;
+  error.status = status;
+  error.statusCode = status;
+  return error;
+}
+
 function failedSignIn(
   result: Exclude<SignInResult, { ok: true }>,
   ctx: KoaContextWithOIDC,
@@ -168,28 +180,23 @@ function failedSignIn(
     // Too many failed sign-ins for this user or from this address: 429 until the lock ends.
     const seconds = Math.ceil(result.retryAfterMs / 1000);
     ctx.set('retry-after', String(seconds));
-    const error = new errors.InvalidGrant(`too many failed sign-ins: try again in ${seconds} s`);
-    error.status = 429;
-    error.statusCode = 429;
-    return error;
+    return grantError(429, `too many failed sign-ins: try again in ${seconds} s`);
   }
   // Spec ("Password rules" 5, "Errors"): a wrong password — including a leftover hash — is 401.
-  const error = new errors.InvalidGrant('invalid username or password');
-  error.status = 401;
-  error.statusCode = 401;
-  return error;
+  return grantError(401, 'invalid username or password');
 }
 
 export function createIdentityProvider(options: IdentityProviderOptions): IdentityProvider {
   const now = options.now ?? Date.now;
   const log: LogFn = options.log ?? (() => undefined);
-  const keys = options.keys ?? new SigningKeyRing({ now });
+  const state = options.state;
+  const keys = options.keys ?? new SigningKeyRing({ now, restore: state?.keys });
   const store = options.store;
   const signIn = new PasswordSignIn(store, options.throttle ?? new SignInThrottle({ now }), {
     secrets: options.secrets,
     now,
   });
-  const models = new MemoryStore();
+  const models = state?.models ?? new MemoryStore();
   const sessions = options.sessions;
   if (sessions !== undefined) {
     models.observer = {
@@ -216,7 +223,7 @@ export function createIdentityProvider(options: IdentityProviderOptions): Identi
   }
   const reuse = new RefreshReuse(now, REFRESH_REUSE_MS);
   const telemetry = new Telemetry(now);
-  const cookieKeys = [randomBytes(32).toString('base64url')];
+  const cookieKeys = state?.cookieKeys ?? [randomBytes(32).toString('base64url')];
   const issuerPath = new URL(options.issuer).pathname.replace(/\/+$/, '');
   const interactionBase = `${issuerPath}/interaction`;
   const noRotation = new WeakSet<object>();
@@ -368,7 +375,8 @@ export function createIdentityProvider(options: IdentityProviderOptions): Identi
           if (signIn.mfaRequired(user)) {
             // No second factor travels in this grant: only the browser and device flows ask for it.
             telemetry.count('logins_mfa_required');
-            throw new errors.InvalidGrant(
+            throw grantError(
+              400,
               'multi-factor authentication is required for this user: sign in with the browser or device flow',
             );
           }
@@ -464,15 +472,24 @@ export function createIdentityProvider(options: IdentityProviderOptions): Identi
     return { provider, callback: provider.callback() };
   }
 
+  models.replayGrants();
   let current = build();
   let builtVersion = keys.version;
   telemetry.setGauge('active_kid', keys.activeKid);
+  const saveKeys = (): void =>
+    void state
+      ?.saveKeys(keys.snapshot())
+      .catch((error: unknown) =>
+        log('error', 'cannot save the signing keys', { error: (error as Error).message }),
+      );
+  saveKeys();
 
   function refreshKeys(): void {
     keys.update();
     if (keys.version === builtVersion) return;
     current = build();
     builtVersion = keys.version;
+    saveKeys();
     telemetry.setGauge('active_kid', keys.activeKid);
     telemetry.setGauge('key_rotations', keys.rotations);
     log('info', 'signing keys changed', {

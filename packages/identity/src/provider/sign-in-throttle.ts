@@ -82,14 +82,19 @@ export class SignInThrottle {
     this.#counters.delete(`u:${userKey}`);
   }
 
-  /** Ends the lockout and failure count of each given user key; returns how many were locked. */
+  /**
+   * An administrator's unlock: ends the lockout and failure count of each given user key and every
+   * address lock (an address is shared: the agent's clients, a NAT, the operator's own host), so
+   * that the user can sign in at once. Returns how many locks were in force.
+   */
   clearUsers(userKeys: readonly string[]): number {
     const now = this.#now();
+    const keys = new Set(userKeys.map((userKey) => `u:${userKey}`));
     let locked = 0;
-    for (const userKey of userKeys) {
-      const counter = this.#counters.get(`u:${userKey}`);
-      if (counter !== undefined && counter.lockedUntil > now) locked += 1;
-      this.#counters.delete(`u:${userKey}`);
+    for (const [key, counter] of [...this.#counters]) {
+      if (!keys.has(key) && !key.startsWith('a:')) continue;
+      if (counter.lockedUntil > now) locked += 1;
+      this.#counters.delete(key);
     }
     return locked;
   }

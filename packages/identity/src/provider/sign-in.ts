@@ -8,7 +8,7 @@ import bcrypt from 'bcryptjs';
 import type { SecretBox } from '../credentials/master-key.ts';
 import { BCRYPT_COST, verifyPassword } from '../credentials/password.ts';
 import type { IdentityStore, UserRecord } from '../store/identity-store.ts';
-import { SignInThrottle } from './sign-in-throttle.ts';
+import type { SignInThrottle } from './sign-in-throttle.ts';
 import { TotpVerifier } from './totp.ts';
 
 export type SignInResult =
