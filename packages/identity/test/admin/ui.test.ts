@@ -278,6 +278,23 @@ describe('request checks (without a browser)', () => {
     const listed = (await (await api('GET', '/api/users')).json()) as { users: { email: string }[] };
     expect(listed.users.map((u) => u.email)).toContain('grace@example.com');
 
+    // Sign-in lockouts: POST /api/users/<email>/unlock (any user, static ones included).
+    const unlocked = await api('POST', `/api/users/${encodeURIComponent('admin@svc.local')}/unlock`);
+    expect([unlocked.status, await unlocked.json()]).toEqual([
+      200,
+      { email: 'admin@svc.local', user_id: 'admin', locks_cleared: 1 },
+    ]);
+    expect((await api('POST', '/api/users/nobody%40example.com/unlock')).status).toBe(404);
+    expect((await api('POST', '/api/users/%E0%A4%A/unlock')).status).toBe(400);
+    expect((await api('GET', '/api/users/admin/unlock')).status).toBe(405);
+    expect((await api('POST', `/api/users/${'a'.repeat(5000)}/unlock`)).status).toBe(404);
+    expect(
+      (await api('POST', '/api/users/admin/unlock', undefined, { origin: 'http://evil.example' })).status,
+    ).toBe(403);
+    expect(
+      (await api('POST', '/api/users', { email: 'short@example.com', password: 'elevenchars' })).status,
+    ).toBe(400);
+
     expect((await api('POST', '/api/users', { email: 'admin@svc.local', password: 'pw' })).status).toBe(409);
     expect(
       (await api('POST', '/api/users', { email: 'h@example.com', password: 'x'.repeat(73) })).status,
