@@ -69,11 +69,11 @@ describe('IdentityState', () => {
     expect(await again.find('long')).toEqual({ grantId: 'g1', accountId: 'admin' });
     expect(await again.find('short')).toBeUndefined();
     expect(await reopened.models.adapterFor('Interaction').find('i1')).toBeUndefined();
-    expect(await reopened.models.adapterFor('DeviceCode').findByUserCode!('ABCD-EFGH')).toEqual({
+    expect(await reopened.models.adapterFor('DeviceCode').findByUserCode('ABCD-EFGH')).toEqual({
       userCode: 'ABCD-EFGH',
     });
     // Revoking the grant after the restart still ends its tokens (the index was rebuilt).
-    await again.revokeByGrantId!('g1');
+    await again.revokeByGrantId('g1');
     expect(await again.find('long')).toBeUndefined();
   });
 
