@@ -155,4 +155,25 @@ describe('TOTP second factor', () => {
     expect(locked.status).toBe(429);
     expect(Number(locked.headers.get('retry-after'))).toBeGreaterThan(0);
   });
+
+  it('the sign-in form locks a user after 5 wrong passwords: the right one is then 429', async () => {
+    const config = await discover(idp.issuer, 'svc-cli');
+    const url = oidc.buildAuthorizationUrl(config, {
+      redirect_uri: 'http://127.0.0.1:49155/callback',
+      scope: SCOPE,
+      code_challenge: await oidc.calculatePKCECodeChallenge(oidc.randomPKCECodeVerifier()),
+      code_challenge_method: 'S256',
+    });
+    const browser = new FormBrowser();
+    const loginPage = await browser.follow(url.href);
+    const action = formOf(loginPage.html, loginPage.url, /\/login$/).action;
+    for (let i = 0; i < 5; i += 1)
+      expect(
+        (await browser.request(action, { username: 'guest', password: `guess number ${i}` })).status,
+      ).toBe(401);
+    const locked = await browser.request(action, { username: 'guest', password: 'guest password 1' });
+    expect(locked.status).toBe(429);
+    expect(await locked.text()).toContain('Too many failed sign-ins');
+    idp.provider.signIn.throttle.clearAll();
+  });
 });
