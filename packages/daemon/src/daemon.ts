@@ -12,6 +12,8 @@ import { dirname, join } from 'node:path';
 import { bootstrapCredentials, loadCredentials } from '../../identity/src/credentials/bootstrap.ts';
 import { passwordFlowEnabled, readOidcFile } from '../../identity/src/provider/settings.ts';
 import { createDispatcher, type Authenticator } from './api/dispatcher.ts';
+import { METRICS_READER_APP as AGENT_APP } from './api/operations/metrics.ts';
+import { createPreflight, type Preflight } from './api/preflight.ts';
 import { operations } from './api/operations/index.ts';
 import { Router } from './api/router.ts';
 import type { Services } from './api/services.ts';
@@ -91,6 +93,7 @@ export async function startDaemon(
     await mkdir(join(work, dir), { recursive: true, mode: 0o700 });
   const logger = createLogger({
     file: join(work, 'server.log'),
+    maxFileBytes: config.limits.logMaxBytes,
     level: config.logLevel,
     stderr: options.logToStderr ?? false,
   });
@@ -145,8 +148,21 @@ export async function startDaemon(
     (resolve) => (resolveReady = resolve),
   );
   const gate = async (request: ApiRequest): Promise<ApiResponse> => (await ready)(request);
+  let resolvePreflight!: (preflight: Preflight) => void;
+  const preflightReady = new Promise<Preflight>((resolve) => (resolvePreflight = resolve));
+  // svc-agent proves a relayed request with its own process key (transports/agent-relay.ts).
+  const agentKey: { check?: (key: string) => boolean } = {};
+  const checkAgentKey = (key: string): boolean => agentKey.check?.(key) ?? false;
 
-  const rest = createRestServer({ tls, dispatch: gate, limits: config.limits, guard, logger });
+  const { server: rest, guarded: restGuarded } = createRestServer({
+    tls,
+    dispatch: gate,
+    preflight: async (request) => (await preflightReady)(request),
+    limits: config.limits,
+    guard,
+    logger,
+    checkAgentKey,
+  });
   // Set once the supervisor is up (below); until then frames still meet the dispatcher's check.
   const upgradeTarget: { check?: (header: string) => void } = {};
   attachWsTransport(rest, {
@@ -155,6 +171,8 @@ export async function startDaemon(
     limits: config.limits,
     logger,
     checkTargetHost: (header) => upgradeTarget.check?.(header),
+    checkAgentKey,
+    guarded: restGuarded,
   });
   const tcp = createTcpServer({ tls, dispatch: gate, limits: config.limits, guard, logger });
   // Every accepted socket of both listeners (HTTP, upgraded WSS, TCP), so that close() can end them:
@@ -186,6 +204,7 @@ export async function startDaemon(
     daemonUrl: restBaseUrl,
     logger: logger.child({ component: 'supervisor' }),
     stopGraceMs: config.stopGraceMs,
+    outputMaxBytes: config.outputMaxBytes,
     bundledAppsDir: config.systemAppsDir,
     // svc-identity is the built-in issuer: never started in external mode.
     skipBundled: (name) => name === 'identity' && config.authMode !== 'builtin',
@@ -233,6 +252,8 @@ export async function startDaemon(
   const forwarder = await createForwarder({ config, tls, tcpPort: () => tcpPort, logger });
   upgradeTarget.check = (header) => forwarder.checkUpgradeTarget(header);
   const dispatch = createDispatcher({ router, services, auth, logger, forwarder });
+  agentKey.check = (key) => supervisor.verifyProcessKey(AGENT_APP, key) === 'ok';
+  resolvePreflight(createPreflight(router, auth));
   resolveReady(metrics === undefined ? dispatch : metrics.instrument(router, dispatch));
 
   const portsFile = new PortsFile(work);

@@ -56,10 +56,19 @@ const fileSchema = z
         headers_timeout_ms: z.number().int().min(100),
         request_timeout_ms: z.number().int().min(100),
         idle_timeout_ms: z.number().int().min(100),
+        log_max_bytes: z
+          .number()
+          .int()
+          .min(64 * 1024),
       })
       .partial()
       .strict(),
     stop_grace_seconds: z.number().min(0).max(3600),
+    output_max_bytes: z
+      .number()
+      .int()
+      .min(64 * 1024)
+      .max(2 ** 40),
   })
   .partial()
   .strict();
@@ -74,6 +83,8 @@ export interface Limits {
   headersTimeoutMs: number;
   requestTimeoutMs: number;
   idleTimeoutMs: number;
+  /** server.log rotates past this size (4 rotated files kept). */
+  logMaxBytes: number;
 }
 
 export interface DaemonConfig {
@@ -104,6 +115,8 @@ export interface DaemonConfig {
   tls: { certFile: string; keyFile: string; caFile: string | undefined } | undefined;
   limits: Limits;
   stopGraceMs: number;
+  /** Cap of one captured output file on disk (`output_max_bytes`, SVC_OUTPUT_MAX_BYTES). */
+  outputMaxBytes: number;
 }
 
 export const DEFAULT_LIMITS: Limits = {
@@ -114,6 +127,7 @@ export const DEFAULT_LIMITS: Limits = {
   headersTimeoutMs: 10_000,
   requestTimeoutMs: 120_000,
   idleTimeoutMs: 120_000,
+  logMaxBytes: 16 * 1024 * 1024,
 };
 
 export class ConfigError extends Error {
@@ -152,6 +166,15 @@ function envPort(env: NodeJS.ProcessEnv, key: string): number | undefined {
   if (!Number.isInteger(n) || n < 0 || n > 65535)
     throw new ConfigError(`${key}: not a port number: ${value}`);
   return n;
+}
+
+/** SVC_OUTPUT_MAX_BYTES wins over `output_max_bytes`; 16 MiB by default, at least 64 KiB. */
+function outputMaxBytes(fromEnv: string | undefined, fromFile: number | undefined): number {
+  if (fromEnv === undefined || fromEnv === '') return fromFile ?? 16 * 1024 * 1024;
+  const value = Number(fromEnv);
+  if (!/^\d+$/.test(fromEnv) || !Number.isSafeInteger(value) || value < 64 * 1024 || value > 2 ** 40)
+    throw new ConfigError(`SVC_OUTPUT_MAX_BYTES: expected bytes from 65536 to 2^40, got ${fromEnv}`);
+  return value;
 }
 
 function envFlag(env: NodeJS.ProcessEnv, key: string): boolean | undefined {
@@ -211,6 +234,7 @@ export async function loadConfig(env: NodeJS.ProcessEnv = process.env): Promise<
     headersTimeoutMs,
     requestTimeoutMs,
     idleTimeoutMs: file.limits?.idle_timeout_ms ?? DEFAULT_LIMITS.idleTimeoutMs,
+    logMaxBytes: file.limits?.log_max_bytes ?? DEFAULT_LIMITS.logMaxBytes,
   };
 
   const forwardEnv = env['SVC_FORWARD_TARGETS'];
@@ -259,5 +283,6 @@ export async function loadConfig(env: NodeJS.ProcessEnv = process.env): Promise<
           },
     limits,
     stopGraceMs: (file.stop_grace_seconds ?? 5) * 1000,
+    outputMaxBytes: outputMaxBytes(env['SVC_OUTPUT_MAX_BYTES'], file.output_max_bytes),
   };
 }
