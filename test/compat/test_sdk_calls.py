@@ -71,6 +71,22 @@ def test_roles(client):
     assert {"svc-admin", "svc-maintenance", "svc-viewer"} <= set(roles)
 
 
+def test_role_update_delete(client, transport):
+    role = f"compat-role-{transport}"
+    client.update_role(role, ["app-view", "app-output-view"])
+    assert role in client.list_roles()
+    client.delete_role(role)
+    assert role not in client.list_roles()
+
+
+def test_principal_update_delete(client, transport):
+    principal = f"compat-user-{transport}"
+    client.update_principal(principal, {"roles": ["svc-viewer"]})
+    assert principal in client.list_principals()
+    client.delete_principal(principal)
+    assert principal not in client.list_principals()
+
+
 def test_config_sections(client):
     config = client.get_config()
     for section in ("BaseConfig", "REST", "Registry", "Labels"):
@@ -209,6 +225,11 @@ def test_run_app_async_default_timeouts(client):
     exit_code = client.wait_for_async_run(run, lambda data, _position: chunks.append(data), timeout=60)
     assert exit_code == 3
     assert "compat-async" in "".join(chunks)
+
+
+def test_run_handle_wait(client):
+    run = client.run_app_async("echo compat-handle; exit 5")
+    assert run.wait(timeout=60) == 5
 
 
 def test_run_app_sync_default_timeouts(client):
