@@ -9,9 +9,9 @@
 //
 // Every error is SvcError('invalid_app', '<field path>: <problem>'), issues joined by '; '.
 import { SvcError } from '@svc/protocol';
-import { writeBlockYaml } from '../util/block-yaml.ts';
+import { writeYaml } from '../util/block-yaml.ts';
 import { cronParser } from '../util/cron-parser.ts';
-import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
+import { parse as parseYaml } from 'yaml';
 import * as z from 'zod';
 import type { SecretCrypter } from './secret-crypter.ts';
 import { isEncryptedToken } from './secret-crypter.ts';
@@ -26,7 +26,7 @@ export const EXIT_ACTIONS = ['standby', 'restart', 'keepalive', 'remove'] as con
  *   restart    start again after a failed exit (code != 0, including signals); exit 0 = standby
  *   keepalive  start again after any exit, including 0
  *   remove     remove the application (REMOVED event, file deleted)
- * In `behavior.control` an action names exactly what happens for that code: `restart` and
+ * In `behavior.exit_code_actions` an action names exactly what happens for that code: `restart` and
  * `keepalive` both mean start again.
  */
 export type ExitAction = (typeof EXIT_ACTIONS)[number];
@@ -549,7 +549,7 @@ const appSchema = z.strictObject({
 
 const RECORD_PATHS = new Set(['env', 'secret_env', 'behavior.exit_code_actions']);
 
-/** Render a path as `behavior.control["abc"]`, `env["A"]`, `permission[2]`, `daily_limitation.daily_end`. */
+/** Render a path as `behavior.exit_code_actions["abc"]`, `env["A"]`, `depends_on[2]`, `daily_limitation.daily_end`. */
 export function formatPath(path: readonly PropertyKey[]): string {
   let out = '';
   for (const segment of path) {
@@ -599,7 +599,7 @@ export interface ParseOptions {
   /** register_time of a new definition (epoch ms); default Date.now(). */
   now?: number;
   /**
-   * The definition being replaced: a sec_env value equal to SECRET_MASK keeps its stored value,
+   * The definition being replaced: a secret_env value equal to SECRET_MASK keeps its stored value,
    * so that a client can PUT back what it got from GET.
    */
   previous?: AppDefinition;
@@ -884,8 +884,7 @@ export function serializeApp(def: AppDefinition, crypter: SecretCrypter): string
   doc['secret_env'] = Object.fromEntries(
     Object.entries(def.secret_env).map(([key, value]) => [key, crypter.encrypt(value)]),
   );
-  // The library only for what the small writer declines (metadata objects, unusual characters).
-  return writeBlockYaml(doc) ?? stringifyYaml(doc, { lineWidth: 0 });
+  return writeYaml(doc); // YAML 1.1 and 1.2 safe (util/block-yaml.ts)
 }
 
 export interface DeserializeOptions {
