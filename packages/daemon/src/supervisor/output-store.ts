@@ -403,7 +403,10 @@ export class OutputStore {
           };
         }
         const remaining = deadline - Date.now();
-        if (exited || remaining <= 0 || !this.#apps.has(app)) {
+        // Removed while this read waited: the answer is the removal (404), never an exit code.
+        if (this.#apps.get(app) !== state)
+          throw new SvcError('app_not_found', `application ${app} was removed`);
+        if (exited || remaining <= 0) {
           return {
             output: Buffer.alloc(0),
             position: size,

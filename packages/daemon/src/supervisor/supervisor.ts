@@ -354,7 +354,9 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
       // The app's cgroups go with its process (re-created at the next start).
       if (app.def.resource_limit !== undefined && limiter.version !== undefined) limiter.release(app.name);
       cpuSamples.delete(app.name);
-      output.markExited(app.name, process.processUuid, exitCode);
+      // A process stopped by its app's removal has no exit to report (no EXIT, no X-Exit-Code):
+      // the output goes with the app, and a long poll on it answers 404.
+      if (app.lastStop !== 'remove') output.markExited(app.name, process.processUuid, exitCode);
       if (process.adopted) adopted.delete(app);
     },
     changed() {

@@ -165,7 +165,15 @@ describe('exit behaviors', () => {
     f = await fixture();
     const started = await f.sup.register({ name: 'gone', command: 'sleep 60' }, 'a');
     const pid = started['pid'] as number;
+    // A long poll waiting on the output (an HTTP run-wait) gets the removal, never the kill's code.
+    const polling = f.sup
+      .readOutput('gone', query({ processUuid: started['process_uuid'] as string, timeoutMs: 30_000 }))
+      .then(
+        (chunk) => chunk,
+        (error: unknown) => error,
+      );
     await f.sup.remove('gone');
+    expect(await polling).toMatchObject({ code: 'app_not_found' });
     // The process the delete stops gets no EXIT: a waiter sees "app removed" (REMOVED) alone.
     expect(eventsOf(f, 'gone').map((e) => e.type)).toEqual(['START', 'REMOVED']);
     expect(alive(pid)).toBe(false);
