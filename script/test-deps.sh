@@ -3,6 +3,7 @@
 #   chromium                      administration UI tests (playwright-core drives the Debian browser)
 #   openssl, procps               test certificates; process checks
 #   python3 + venv + pip          the App Mesh 3.0 SDK compatibility suite (test/compat)
+#   python3-yaml (PyYAML)         stored app definitions read back by a YAML 1.1 reader
 # Installed with apt-get when missing (root on Debian); otherwise it stops at once naming the one
 # command that installs them. A machine that has everything returns at once without touching apt.
 set -euo pipefail
@@ -14,9 +15,10 @@ have openssl || missing+=(openssl)
 have ps || missing+=(procps)
 if ! have python3; then
   missing+=(python3 python3-venv python3-pip)
-elif ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
-  missing+=(python3-venv python3-pip)
+else
+  python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || missing+=(python3-venv python3-pip)
 fi
+python3 -c 'import yaml' >/dev/null 2>&1 || missing+=(python3-yaml)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 command_line="apt-get update && apt-get install -y ${missing[*]}"
