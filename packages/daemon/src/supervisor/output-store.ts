@@ -1,5 +1,5 @@
 // Captured output: work/stdout/<name>.out is the current (or last) process's stdout+stderr,
-// <name>.out.1 … .out.N the N previous ones (N = stdout_cache_num), rotated at each new start.
+// <name>.out.1 … .out.N the N previous ones (N = stdout_backup_count), rotated at each new start.
 //
 // Contracts:
 // - The child writes its own file (an O_APPEND fd opened here and passed as stdio), so the file is
