@@ -184,6 +184,25 @@ describe('exit behaviors', () => {
   });
 });
 
+describe('replace with the view echoed back', () => {
+  it('treats the echoed pid of its own spawned process as a runtime field: the new command runs', async () => {
+    f = await fixture();
+    await f.sup.register({ name: 'echo-back', command: 'sleep 600' }, 'a');
+    const view = await waitFor(
+      () => {
+        const v = f.sup.get('echo-back');
+        return typeof v?.['pid'] === 'number' ? v : undefined;
+      },
+      { what: 'echo-back running' },
+    );
+    const replaced = await f.sup.register({ ...view, command: 'sleep 601' }, 'a');
+    expect(replaced['pid']).not.toBe(view['pid']);
+    expect(replaced['command']).toBe('sleep 601');
+    expect(alive(view['pid'] as number)).toBe(false);
+    expect(readFileSync(join(f.dir, 'work/apps/echo-back.yaml'), 'utf8')).not.toMatch(/^pid:/m);
+  });
+});
+
 describe('process environment and input', () => {
   it('injects env, secret_env and SVC_* variables; writes metadata to stdin; honours working_dir', async () => {
     f = await fixture();
