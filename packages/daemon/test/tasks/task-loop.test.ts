@@ -342,7 +342,7 @@ describe('worker task loop', () => {
     expect(anonymous.status).toBe(401);
   });
 
-  it('fails an in-flight task of a removed app with 404 (no EXIT for the stopped process), and refuses new ones', async () => {
+  it('fails an in-flight task with 404 app_not_found when its app is removed, and refuses new ones with 404', async () => {
     await register('doomed', { command: 'sleep 600' });
     const key = keyOf(await runningUuid('doomed'));
     const held = rest.call('POST', '/svc/app/doomed/task', { token: admin, rawBody: 'held' });
@@ -353,8 +353,8 @@ describe('worker task loop', () => {
     });
     expect(fetched.text()).toBe('held');
     ok(await rest.call('DELETE', '/svc/app/doomed', { token: admin }), 'remove doomed');
-    // The process a removal stops publishes no EXIT: REMOVED fails every task left of the app,
-    // in flight or queued, with app_not_found (task-queues.test.ts, failApp).
+    // A delete publishes REMOVED and no EXIT for the process it stops (S8): REMOVED fails every
+    // task of the app, in flight or queued, with app_not_found (task-queues.test.ts, failApp).
     const r = await held;
     expect([r.status, r.json<{ error: string }>().error]).toEqual([404, 'app_not_found']);
     const after = await rest.call('POST', '/svc/app/doomed/task', { token: admin, rawBody: 'x' });
