@@ -333,7 +333,7 @@ export class SvcClient {
   // ---- authorization ----
 
   getSelf(options?: CallOptions): Promise<SelfInfo> {
-    return this.#json('GET', '/svc/self', {}, options);
+    return this.#json('GET', '/svc/principal/self', {}, options);
   }
 
   listRoles(options?: CallOptions): Promise<JsonObject> {

@@ -100,18 +100,21 @@ export function createDispatcher<S>(options: DispatcherOptions<S>): Dispatch {
       let principal: Principal | undefined;
       const access = operation.access;
       const connection = request.connection;
-      if (
-        connection?.transport === 'wss' &&
-        connection.principalId === undefined &&
-        access.kind !== 'process-key'
-      )
+      // A request that presents the process key an operation also accepts goes to its handler,
+      // which verifies the key; it never falls back to the bearer.
+      const byProcessKey =
+        access.kind === 'process-key' ||
+        (access.kind === 'permission' &&
+          access.orProcessKeyOf !== undefined &&
+          request.headers['x-svc-process-key'] !== undefined);
+      if (connection?.transport === 'wss' && connection.principalId === undefined && !byProcessKey)
         // spec: a WSS session without a bearer is limited to the worker task RPC.
         throw unauthorized(
           request,
           'unauthorized',
           'this WSS session has no bearer; it may only use the worker task RPC',
         );
-      if (access.kind === 'authenticated' || access.kind === 'permission') {
+      if (access.kind === 'authenticated' || (access.kind === 'permission' && !byProcessKey)) {
         principal = await principalOf(request);
         if (access.kind === 'permission') {
           if (principal.status === 'tombstoned')

@@ -44,7 +44,15 @@ export type Access =
   | { readonly kind: 'public' }
   /** Any valid token; no permission needed (for example /svc/self). */
   | { readonly kind: 'authenticated' }
-  | { readonly kind: 'permission'; readonly permission: Permission }
+  | {
+      readonly kind: 'permission';
+      readonly permission: Permission;
+      /**
+       * Also open to the process key (`X-Svc-Process-Key`) of this one application instead of a
+       * bearer; the handler verifies the key (GET /svc/metrics for svc-agent).
+       */
+      readonly orProcessKeyOf?: string;
+    }
   /** Worker side of the task RPC: authenticated by X-Svc-Process-Key only. */
   | { readonly kind: 'process-key' };
 

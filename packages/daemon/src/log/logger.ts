@@ -28,19 +28,25 @@ function redact(fields: Record<string, unknown>): Record<string, unknown> {
   return out;
 }
 
+/** The logger createLogger returns: its level can change while it runs (POST /svc/config). */
+export interface RootLogger extends Logger {
+  /** Applies at once to this logger and every child of it. */
+  setLevel(level: LogLevel): void;
+}
+
 export interface LoggerOptions {
   file?: string;
   level?: LogLevel;
   stderr?: boolean;
 }
 
-export function createLogger(options: LoggerOptions = {}): Logger {
+export function createLogger(options: LoggerOptions = {}): RootLogger {
   let stream: WriteStream | undefined;
   if (options.file !== undefined) {
     mkdirSync(dirname(options.file), { recursive: true });
     stream = createWriteStream(options.file, { flags: 'a', mode: 0o600 });
   }
-  const threshold = LEVELS[options.level ?? 'info'];
+  let threshold = LEVELS[options.level ?? 'info'];
   const toStderr = options.stderr ?? false;
 
   const make = (base: Record<string, unknown>): Logger => {
@@ -69,7 +75,12 @@ export function createLogger(options: LoggerOptions = {}): Logger {
         }),
     };
   };
-  return make({});
+  return {
+    ...make({}),
+    setLevel: (level) => {
+      threshold = LEVELS[level];
+    },
+  };
 }
 
 /** A logger that drops everything (unit tests). */
