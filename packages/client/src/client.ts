@@ -321,7 +321,10 @@ export class SvcClient {
     return this.#json('GET', '/svc/config', {}, options);
   }
 
-  /** Merges a partial config; returns the whole config. */
+  /**
+   * Merges a partial sectioned config (`{BaseConfig: {LogLevel: 'DEBUG'}}`); returns the whole
+   * config plus `restart_required` (accepted keys that apply at the next start).
+   */
   updateConfig(partial: JsonObject, options?: CallOptions): Promise<JsonObject> {
     return this.#json('POST', '/svc/config', { body: partial }, options);
   }

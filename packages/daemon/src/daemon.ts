@@ -18,6 +18,7 @@ import type { Services } from './api/services.ts';
 import type { ApiRequest, ApiResponse } from './api/types.ts';
 import { authorize, wwwAuthenticate } from './auth/authorizer.ts';
 import { publicBaseUrl } from './auth/discovery-docs.ts';
+import { ConnectionAuthority } from './auth/connection-authority.ts';
 import { PolicyStore } from './auth/policy-store.ts';
 import { createOidcTokenVerifier } from './auth/token-verifier.ts';
 import { INSTALL_ROOT, type DaemonConfig } from './config/config.ts';
@@ -228,7 +229,29 @@ export async function startDaemon(
   const router = new Router(operations);
   const forwarder = await createForwarder({ config, tls, tcpPort: () => tcpPort, logger });
   upgradeTarget.check = (header) => forwarder.checkUpgradeTarget(header);
-  const dispatch = createDispatcher({ router, services, auth, logger, forwarder });
+  // Tombstoning a principal or the expiry of the token a persistent connection was authorized by
+  // ends its subscriptions at once and closes the connection (auth/connection-authority.ts).
+  const connections = new ConnectionAuthority({
+    revoke(connection, reason) {
+      events.removeConnection(connection.id);
+      connection.close(
+        reason === 'token_expired'
+          ? 'the access token expired; reconnect with a fresh token'
+          : 'the principal record was deleted',
+      );
+      logger.info('persistent connection revoked', { connection: connection.id, reason });
+    },
+  });
+  const stopTombstoneWatch = policy.onTombstone((id) => connections.revokePrincipal(id));
+  const dispatch = createDispatcher({
+    router,
+    services,
+    auth,
+    logger,
+    forwarder,
+    onConnectionAuthenticated: (connection, principal) =>
+      connections.authenticated(connection, principal.id, principal.expiresAt),
+  });
   // At debug level every request is logged (method, path without query, status): the line an
   // operator turns on with POST /svc/config {"BaseConfig": {"LogLevel": "DEBUG"}}.
   const apiLog = logger.child({ component: 'api' });
@@ -292,7 +315,11 @@ export async function startDaemon(
           for (const socket of sockets) socket.destroy();
           await closed;
         });
-        await step('close events', () => events.close());
+        await step('close events', () => {
+          stopTombstoneWatch();
+          connections.close();
+          events.close();
+        });
         await step('close forward links', () => forwarder.close());
         await step('stop ports merge', () => {
           stopPortsMerge();
