@@ -183,6 +183,7 @@ export async function startDaemon(
     logger: logger.child({ component: 'supervisor' }),
     stopGraceMs: config.stopGraceMs,
     healthIntervalMs: config.scheduleIntervalSeconds * 1000,
+    outputMaxBytes: config.outputMaxBytes,
     bundledAppsDir: join(config.home, 'apps'),
     // svc-identity is the built-in issuer: never started in external mode.
     skipBundled: (name) => name === 'identity' && config.authMode !== 'builtin',

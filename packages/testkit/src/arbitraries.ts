@@ -6,7 +6,8 @@ import { stringify } from 'yaml';
 /** Names the daemon accepts for apps, roles and label keys. */
 export const validName: fc.Arbitrary<string> = fc
   .stringMatching(/^[A-Za-z0-9_.-]{1,40}$/)
-  .filter((n) => n !== '.' && n !== '..');
+  // '.tmp-' and '.pool-' are reserved for svc's own files (400 invalid_name).
+  .filter((n) => n !== '.' && n !== '..' && !n.startsWith('.tmp-') && !n.startsWith('.pool-'));
 
 const envName = fc.stringMatching(/^[A-Za-z_][A-Za-z0-9_]{0,20}$/);
 const text = fc.string({ maxLength: 60 });

@@ -2,7 +2,7 @@
 // config/config.yaml, of its overlays and of the GET/POST /svc/config bodies:
 //
 //   BaseConfig: { Description, LogLevel, DefaultExecUser, DisableExecUser, ScheduleIntervalSeconds,
-//                 PosixTimezone, StopGraceSeconds, HostName }
+//                 PosixTimezone, StopGraceSeconds, HostName, OutputMaxBytes }
 //   REST:       { ListenAddress, RestPort, TcpPort, AgentPort, MetricsPort, ForwardTargets,
 //                 ForwardCaFile, SSL: {CertFile, KeyFile, CaFile}, Limits: {…} }
 //   Auth:       { Mode, Issuer, Audience, IssuerPort }
@@ -81,6 +81,12 @@ export const configSchema = z
         PosixTimezone: timeZone.or(z.literal('')),
         StopGraceSeconds: z.number().min(0).max(3600),
         HostName: z.string().min(1).max(253),
+        /** Cap of one captured output file on disk, bytes. */
+        OutputMaxBytes: z
+          .number()
+          .int()
+          .min(64 * 1024)
+          .max(2 ** 40),
       })
       .partial()
       .strict(),
@@ -166,6 +172,11 @@ const flatSchema = z
       .partial()
       .strict(),
     stop_grace_seconds: z.number().min(0).max(3600),
+    output_max_bytes: z
+      .number()
+      .int()
+      .min(64 * 1024)
+      .max(2 ** 40),
   })
   .partial()
   .strict();
@@ -210,6 +221,7 @@ export function fromFlat(flat: FlatDocument): ConfigDocument {
         LogLevel: flat.log_level?.toUpperCase() as ConfigLogLevel | undefined,
         StopGraceSeconds: flat.stop_grace_seconds,
         HostName: flat.host_name,
+        OutputMaxBytes: flat.output_max_bytes,
       }),
     ),
     REST: nonEmpty(

@@ -75,6 +75,8 @@ export interface DaemonConfig {
   tls: { certFile: string; keyFile: string; caFile: string | undefined } | undefined;
   limits: Limits;
   stopGraceMs: number;
+  /** Cap of one captured output file on disk (`BaseConfig.OutputMaxBytes`, SVC_OUTPUT_MAX_BYTES). */
+  outputMaxBytes: number;
 }
 
 export const DEFAULT_LIMITS: Limits = {
@@ -137,6 +139,15 @@ function envPort(env: NodeJS.ProcessEnv, key: string): number | undefined {
   if (!Number.isInteger(n) || n < 0 || n > 65535)
     throw new ConfigError(`${key}: not a port number: ${value}`);
   return n;
+}
+
+/** SVC_OUTPUT_MAX_BYTES wins over `BaseConfig.OutputMaxBytes`; 16 MiB by default, at least 64 KiB. */
+function outputMaxBytes(fromEnv: string | undefined, fromFile: number | undefined): number {
+  if (fromEnv === undefined || fromEnv === '') return fromFile ?? 16 * 1024 * 1024;
+  const value = Number(fromEnv);
+  if (!/^\d+$/.test(fromEnv) || !Number.isSafeInteger(value) || value < 64 * 1024 || value > 2 ** 40)
+    throw new ConfigError(`SVC_OUTPUT_MAX_BYTES: expected bytes from 65536 to 2^40, got ${fromEnv}`);
+  return value;
 }
 
 function envFlag(env: NodeJS.ProcessEnv, key: string): boolean | undefined {
@@ -232,5 +243,6 @@ export async function loadConfig(env: NodeJS.ProcessEnv = process.env): Promise<
     tls: tlsOf(home, r.SSL),
     limits,
     stopGraceMs: (b.StopGraceSeconds ?? 5) * 1000,
+    outputMaxBytes: outputMaxBytes(env['SVC_OUTPUT_MAX_BYTES'], b.OutputMaxBytes),
   };
 }

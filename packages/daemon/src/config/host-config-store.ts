@@ -101,6 +101,7 @@ export class HostConfigStore {
         PosixTimezone: c.timezone ?? '',
         StopGraceSeconds: c.stopGraceMs / 1000,
         HostName: c.hostName,
+        OutputMaxBytes: c.outputMaxBytes,
       },
       REST: {
         ListenAddress: c.listenAddress,

@@ -9,9 +9,9 @@
 //
 // Every error is SvcError('invalid_app', '<field path>: <problem>'), issues joined by '; '.
 import { SvcError } from '@svc/protocol';
-import { writeBlockYaml } from '../util/block-yaml.ts';
+import { writeYaml } from '../util/block-yaml.ts';
 import { cronParser } from '../util/cron-parser.ts';
-import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
+import { parse as parseYaml } from 'yaml';
 import * as z from 'zod';
 import type { SecretCrypter } from './secret-crypter.ts';
 import { isEncryptedToken } from './secret-crypter.ts';
@@ -746,8 +746,7 @@ export function serializeApp(def: AppDefinition, crypter: SecretCrypter): string
   doc['sec_env'] = Object.fromEntries(
     Object.entries(def.sec_env).map(([key, value]) => [key, crypter.encrypt(value)]),
   );
-  // The library only for what the small writer declines (metadata objects, unusual characters).
-  return writeBlockYaml(doc) ?? stringifyYaml(doc, { lineWidth: 0 });
+  return writeYaml(doc); // YAML 1.1 and 1.2 safe (util/block-yaml.ts)
 }
 
 export interface DeserializeOptions {

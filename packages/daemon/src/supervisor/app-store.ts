@@ -29,11 +29,29 @@ export interface AppStoreOptions {
   trusted?: boolean;
 }
 
+/**
+ * Prefixes of svc's own files next to the apps' files: `.tmp-` (temp files of atomic writes, skipped
+ * when loading work/apps) and `.pool-` (pre-opened output files, deleted at start-up in
+ * work/stdout). An app with such a name would be acknowledged and then lost, so they are refused.
+ */
+export const RESERVED_NAME_PREFIXES: readonly string[] = [TEMP_PREFIX, '.pool-'];
+
+/** Throws invalid_name (400) for a name svc reserves for its own files. */
+export function refuseReservedName(name: string): void {
+  const prefix = RESERVED_NAME_PREFIXES.find((p) => name.startsWith(p));
+  if (prefix !== undefined)
+    throw new SvcError(
+      'invalid_name',
+      `name: names beginning with ${JSON.stringify(prefix)} are reserved for svc's own files`,
+    );
+}
+
 /** The file name of an app, from a validated name only. */
 export function appFileName(name: string): string {
   if (!NAME_PATTERN.test(name) || name === '.' || name === '..') {
     throw new SvcError('invalid_name', `name: must match ${NAME_PATTERN.source}`);
   }
+  refuseReservedName(name);
   return name + SUFFIX;
 }
 
@@ -64,8 +82,14 @@ export class AppStore {
     const apps: AppDefinition[] = [];
     const errors: LoadResult['errors'] = [];
     for (const file of entries.sort()) {
-      if (!file.endsWith(SUFFIX) || file.startsWith(TEMP_PREFIX)) continue;
+      if (!file.endsWith(SUFFIX)) continue;
       const path = join(this.#dir, file);
+      if (file.startsWith(TEMP_PREFIX)) {
+        // Temp files never end in .yaml (`.tmp-<name>.yaml.<hex>`, `.tmp-pool.<hex>`): this is an
+        // app registered under a reserved name by an older svc. Listed, left in place.
+        errors.push({ file: path, error: `${file}: the name is reserved (rename the app and its file)` });
+        continue;
+      }
       try {
         const def = deserializeApp(await readFile(path, 'utf8'), this.#crypter, {
           trusted: this.#trusted,

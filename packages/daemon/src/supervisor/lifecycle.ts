@@ -95,6 +95,8 @@ export interface LifecycleHost {
   started(app: AppLifecycle, process: RunningProcess): void;
   /** Called after an exit was recorded and EXIT was published. */
   exited(app: AppLifecycle, process: RunningProcess, exitCode: number | undefined): void;
+  /** Why the process ended when svc knows better than its exit code (e.g. an OOM kill), before EXIT. */
+  exitError?(app: AppLifecycle, process: RunningProcess): string | undefined;
   /** Runtime state changed in a way the snapshot should capture. */
   changed(app: AppLifecycle): void;
   /** The exit behavior `remove`, or a transient app's lifecycle ended: remove the app. */
@@ -351,6 +353,8 @@ export class AppLifecycle {
       return this.checkedHealth;
     }
     if (this.state === 'disabled' || this.state === 'removed') return 0;
+    // A system application that is not running is down: it always should be.
+    if (this.def.system && this.state !== 'running' && this.state !== 'starting') return 1;
     // "Should be running but is not": waiting to restart after a crash, or left down by a crash.
     if (this.state === 'backoff') return 1;
     if (
@@ -374,7 +378,7 @@ export class AppLifecycle {
   /** Restore runtime fields from the snapshot. */
   restoreRuntime(runtime: Runtime, wantRun: boolean, crashed: boolean): void {
     Object.assign(this.runtime, runtime);
-    this.wantRun = wantRun;
+    this.wantRun = wantRun || this.def.system; // an older daemon's "left down" never holds for them
     this.#crashed = crashed;
   }
 
@@ -399,6 +403,7 @@ export class AppLifecycle {
     this.#stopIntent = undefined;
     this.lastStop = intent;
     if (intent === 'timeout') error ??= 'stopped: run timeout exceeded';
+    error ??= host.exitError?.(this, process);
     this.runtime.lastExitAt = now;
     this.runtime.returnCode = exitCode;
     this.runtime.lastError = error;
@@ -432,7 +437,7 @@ export class AppLifecycle {
     }
     if (this.state === 'removed') return;
 
-    this.#crashed = code !== 0;
+    this.#crashed = code !== 0 || this.def.system; // a system app exiting at all is a failure
     const action = decideExitAction(this.def, code);
     if (this.transient !== undefined || action === 'standby') {
       if (!isPeriodic(this.def)) this.wantRun = false;

@@ -12,8 +12,14 @@ export type ResolvedExitAction = Exclude<ExitAction, 'keepalive'>;
  *   standby -> standby; restart -> restart unless the code is 0 (then standby);
  *   keepalive -> restart; remove -> remove.
  * A signal exit is negative (-9) and therefore a failure.
+ * A system application (part of svc itself, e.g. svc-identity) always restarts, whatever its exit
+ * code or behavior: nothing else would ever start it again.
  */
-export function decideExitAction(def: Pick<AppDefinition, 'behavior'>, exitCode: number): ResolvedExitAction {
+export function decideExitAction(
+  def: Pick<AppDefinition, 'behavior'> & { system?: boolean },
+  exitCode: number,
+): ResolvedExitAction {
+  if (def.system === true) return 'restart';
   const key = String(exitCode === 0 ? 0 : exitCode);
   const perCode = Object.hasOwn(def.behavior.control, key) ? def.behavior.control[key] : undefined;
   if (perCode !== undefined) return perCode === 'keepalive' ? 'restart' : perCode;

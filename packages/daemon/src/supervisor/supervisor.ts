@@ -13,7 +13,7 @@ import type { Logger } from '../log/logger.ts';
 import type { AppDefinition } from '../model/app-definition.ts';
 import { parseAppDefinition, toPublicView } from '../model/app-definition.ts';
 import type { SecretCrypter } from '../model/secret-crypter.ts';
-import { AppStore } from './app-store.ts';
+import { AppStore, refuseReservedName } from './app-store.ts';
 import { HealthChecker } from './health.ts';
 import { AppLifecycle } from './lifecycle.ts';
 import type { Clock, LifecycleHost, RunningProcess } from './lifecycle.ts';
@@ -52,6 +52,8 @@ export interface SupervisorOptions {
   stopGraceMs?: number;
   /** health_check_cmd period (default 10 s). */
   healthIntervalMs?: number;
+  /** Cap of one output file on disk in bytes (config `output_max_bytes`); default 16 MiB. */
+  outputMaxBytes?: number;
   /** Directory of bundled system apps (*.yaml, loaded trusted). */
   bundledAppsDir?: string;
   /** Bundled apps not to load (e.g. `identity` in external auth mode). */
@@ -119,8 +121,15 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
   const workDir = options.workDir;
   mkdirSync(workDir, { recursive: true, mode: 0o700 });
   const store = new AppStore(join(workDir, 'apps'), options.crypter);
-  const output = new OutputStore(join(workDir, 'stdout'));
-  const limiter: ResourceLimiter = probeResourceLimiter(logger, options.cgroupRoot);
+  const output = new OutputStore(join(workDir, 'stdout'), {
+    ...(options.outputMaxBytes === undefined ? {} : { maxFileBytes: options.outputMaxBytes }),
+    // The first kept position is durable before the bytes below it are released (TDZ-safe: the
+    // first trim runs a timer interval after start-up).
+    beforeRelease: () => snapshot.flush(),
+    onReleaseError: (app, error) =>
+      logger.warn('output size cap not enforced: releasing old output failed', { app, error }),
+  });
+  const limiter: ResourceLimiter = probeResourceLimiter(logger, options.cgroupRoot, workDir);
   const health = new HealthChecker(options.healthIntervalMs ?? DEFAULT_HEALTH_INTERVAL_MS);
   const baseEnv = baseEnvironment();
   // One KeyObject for every HMAC: createHmac with a raw Buffer re-validates and copies the key
@@ -292,8 +301,13 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
       }
       snapshot.schedule();
     },
+    exitError(app) {
+      return app.def.resource_limit === undefined ? undefined : limiter.exitReason(app.name);
+    },
     exited(app, process, exitCode) {
       health.untrack(app.name);
+      // The app's cgroups go with its process (re-created at the next start).
+      if (app.def.resource_limit !== undefined && limiter.version !== undefined) limiter.release(app.name);
       cpuSamples.delete(app.name);
       output.markExited(app.name, process.processUuid, exitCode);
       if (process.adopted) adopted.delete(app);
@@ -430,6 +444,27 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
         'system_app',
         `${app.name} is a system application and cannot be ${what} through the API`,
       );
+  };
+
+  /**
+   * `enable` of a system application (only svc-admin sees one). One that is enabled but not running
+   * (in its restart backoff) starts now with its crash history forgotten; a running one is left
+   * alone. A disabled one stays refused (spec: re-enabling a system application needs local
+   * access). Nothing is written: system apps are not stored.
+   */
+  const startSystemApp = (app: AppLifecycle): AppView => {
+    if (app.def.status !== 1)
+      throw new SvcError(
+        'system_app',
+        `${app.name} is a disabled system application: re-enabling it needs local access to the host`,
+      );
+    if (app.process === undefined && app.state !== 'stopping') {
+      logger.info('system app started on request', { app: app.name, state: app.state });
+      app.resetForRun();
+      app.decide();
+      snapshot.schedule();
+    }
+    return view(app, false);
   };
 
   /** The process key `key` was derived from `uuid` by this installation's secret. */
@@ -666,6 +701,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
     },
     async register(definition, owner) {
       const parsed = parseAppDefinition(definition, { now: now() });
+      refuseReservedName(parsed.name);
       return serial(parsed.name, async () => {
         const existing = apps.get(parsed.name);
         if (existing?.def.system === true) notSystem(existing, 'replaced');
@@ -721,7 +757,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
     },
     async enable(name) {
       const app = mustGet(name);
-      notSystem(app, 're-enabled');
+      if (app.def.system) return serial(name, () => Promise.resolve(startSystemApp(app)));
       return serial(name, async () => {
         const previousEnabled = app.def.status === 1;
         if (!previousEnabled) {
@@ -842,6 +878,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
       }
       detached = true;
       health.close();
+      limiter.close();
       if (adoptedTimer !== undefined) clearInterval(adoptedTimer);
       adoptedTimer = undefined;
       await snapshot.close();
@@ -874,6 +911,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
   ): Promise<AppLifecycle> {
     const t = now();
     const def = transientDefinition(input, (name) => apps.get(name)?.def, owner, t);
+    refuseReservedName(def.name);
     const lifecycle =
       Number.isFinite(runOptions.lifecycleSeconds) && runOptions.lifecycleSeconds >= 0
         ? runOptions.lifecycleSeconds

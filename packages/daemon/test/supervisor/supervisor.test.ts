@@ -473,7 +473,11 @@ describe('system apps and validation', () => {
       code: 'system_app',
     });
     await expect(b.remove('sys')).rejects.toMatchObject({ code: 'system_app' });
-    await expect(b.enable('sys')).rejects.toMatchObject({ code: 'system_app' });
+    await waitFor(() => b.get('sys')?.['pid'] as number | undefined, { what: 'sys running' });
+    const pid = b.get('sys')?.['pid'];
+    await expect(b.enable('sys')).resolves.toMatchObject({ pid }); // running: left alone
+    await b.disable('sys');
+    await expect(b.enable('sys')).rejects.toMatchObject({ code: 'system_app' }); // disabled: refused
     await expect(b.register({ name: 'bad name', command: 'true' }, 'a')).rejects.toMatchObject({
       code: 'invalid_app',
     });

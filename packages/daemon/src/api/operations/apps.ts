@@ -158,7 +158,9 @@ export const appOperations: Operation<Services>[] = [
     summary: `${action === 'enable' ? 'Enable' : 'Disable'} an application`,
     async handle(context) {
       const name = context.params['name']!;
-      refuseSystem(requireAppPermission(context, name, 'app-control'), name);
+      const access = requireAppPermission(context, name, 'app-control');
+      // enable starts a system app that is down (docs/decisions.md); disable stays refused.
+      if (action === 'disable') refuseSystem(access, name);
       const supervisor = context.services.supervisor;
       return json(action === 'enable' ? await supervisor.enable(name) : await supervisor.disable(name));
     },
