@@ -4,7 +4,7 @@
 // subscription of a deleted principal still delivered events).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestDaemon, type PersistentClient, type TestDaemon } from '@svc/testkit';
-import { eventsOf, ok, subscribe, waitEvents, waitFor } from './helpers.ts';
+import { eventsOf, ok, subscribe, waitEvents, waitFor } from '../events/helpers.ts';
 
 let daemon: TestDaemon;
 let admin: string;
@@ -75,8 +75,10 @@ describe('tombstoning a principal', () => {
       await toggle();
       await waitEvents(client, subscription_id, (e) => e.length === 1, 'the first STATUS event');
 
+      const deletedAt = Date.now();
       ok(await daemon.rest().call('DELETE', `/svc/principal/${id}`, { token: admin }));
       await within(client.closed, 15_000, 'the connection to close');
+      console.log(`[reliability] revocation: ${transport} closed ${Date.now() - deletedAt} ms after DELETE`);
       await toggle();
       await waitEvents(seen.client, seen.id, (e) => e.length === 2, 'the witness to see the second event');
       expect(eventsOf(client, subscription_id)).toHaveLength(1);
@@ -104,6 +106,7 @@ describe('expiry of the token a connection was authenticated with', () => {
     await within(client.closed, 20_000, 'the connection to close');
     // Not before the expiry.
     expect(Date.now()).toBeGreaterThanOrEqual(expiresAtMs);
+    console.log(`[reliability] revocation: tcp closed ${Date.now() - expiresAtMs} ms after the token's exp`);
     await toggle();
     await waitEvents(seen.client, seen.id, (e) => e.length === 2, 'the witness to see the next event');
     expect(eventsOf(client, subscription_id)).toHaveLength(1);
