@@ -6,7 +6,8 @@
 // once (LIVE_KEYS) or is listed in the answer's `restart_required` (keys whose value differs from
 // the running one and that are read only at start: listeners, TLS, limits, auth, registry, …).
 // Unknown keys and bad values are 400 and change nothing; the earlier flat shape is refused.
-import { join } from 'node:path';
+import { mkdir } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { stringify } from 'yaml';
 import { SvcError } from '@svc/protocol';
 import type { LogLevel } from '../log/logger.ts';
@@ -241,6 +242,7 @@ export class HostConfigStore {
     const text =
       '# svc configuration overrides: written by svcd (POST /svc/config, labels); sectioned form.\n' +
       stringify(next);
+    await mkdir(dirname(this.#file), { recursive: true, mode: 0o700 });
     await writeFileAtomic(this.#file, text, 0o600);
     this.#overrides = next;
   }
