@@ -24,6 +24,8 @@ export interface AuthConfigDocument {
   public_client_id: string;
   scopes: string[];
   refresh_token: boolean;
+  /** The API's base URL as the client reached it (RFC 9728 `resource`), when known. */
+  resource?: string;
   /** The token endpoint clients should use when it differs from discovery (the agent's `/auth/token`). */
   token_endpoint?: string;
 }
@@ -38,6 +40,7 @@ export function authConfigDocument(options: {
   audience: string;
   passwordFlow: boolean;
   tokenEndpoint?: string | undefined;
+  resource?: string | undefined;
 }): AuthConfigDocument {
   const flows: AuthFlow[] = ['authorization_code', 'device_code', 'refresh_token', 'client_credentials'];
   if (options.mode === 'builtin' && options.passwordFlow) flows.push('password');
@@ -52,6 +55,7 @@ export function authConfigDocument(options: {
     refresh_token: flows.includes('refresh_token'),
   };
   if (options.tokenEndpoint !== undefined) document.token_endpoint = options.tokenEndpoint;
+  if (options.resource !== undefined) document.resource = options.resource;
   return document;
 }
 

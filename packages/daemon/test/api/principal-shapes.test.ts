@@ -71,7 +71,7 @@ describe('GET /svc/principal/self and /svc/principal/self/permissions', () => {
 });
 
 describe('GET /svc/principals', () => {
-  it('is an object keyed by principal id with roles and status (tombstones included)', async () => {
+  it('is an object keyed by principal id with principal_id, roles and status (tombstones included)', async () => {
     const rest = daemon.rest();
     expect(
       (
@@ -86,9 +86,20 @@ describe('GET /svc/principals', () => {
     expect(r.status).toBe(200);
     const principals = r.json<Record<string, { roles: string[]; status: string }>>();
     expect(Array.isArray(principals)).toBe(false);
-    expect(principals['test-admin']).toEqual({ roles: ['svc-admin'], status: 'active' });
-    expect(principals['client:ci-bot']).toEqual({ roles: ['svc-viewer'], status: 'active' });
-    expect(principals['client:svc-automation']).toEqual({ roles: ['svc-maintenance'], status: 'active' });
+    expect(principals['test-admin']).toEqual({
+      principal_id: 'test-admin',
+      roles: ['svc-admin'],
+      status: 'active',
+    });
+    expect(principals['client:ci-bot']).toEqual({
+      principal_id: 'client:ci-bot',
+      roles: ['svc-viewer'],
+      status: 'active',
+    });
+    expect(principals['client:svc-automation']).toMatchObject({
+      roles: ['svc-maintenance'],
+      status: 'active',
+    });
   });
 
   it('needs principal-list: svc-viewer and svc-maintenance are refused', async () => {
@@ -130,6 +141,7 @@ describe('GET /svc/auth/config', () => {
       audience: 'svc-api',
       scopes: ['openid', 'profile', 'email', 'groups', 'offline_access'],
       refresh_token: true,
+      resource: daemon.restUrl,
       flows: expect.arrayContaining(['authorization_code', 'device_code']) as unknown,
     });
   });

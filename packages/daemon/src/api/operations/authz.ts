@@ -134,10 +134,11 @@ export const authzOperations: Operation<Services>[] = [
     method: 'GET',
     path: '/svc/principals',
     access: { kind: 'permission', permission: 'principal-list' },
-    summary: 'Authorization records: an object keyed by principal id, {roles, status} each',
+    summary: 'Authorization records: an object keyed by principal id, {principal_id, roles, status} each',
     async handle(context) {
-      const records: Record<string, { roles: readonly string[]; status: string }> = {};
-      for (const { id, ...record } of context.services.policy.listPrincipals()) records[id] = record;
+      const records: Record<string, { principal_id: string; roles: readonly string[]; status: string }> = {};
+      for (const { id, roles, status } of context.services.policy.listPrincipals())
+        records[id] = { principal_id: id, roles, status };
       return json(records);
     },
   },
