@@ -65,6 +65,11 @@ export const limitsSchema = z
     HeadersTimeoutMs: z.number().int().min(100),
     RequestTimeoutMs: z.number().int().min(100),
     IdleTimeoutMs: z.number().int().min(100),
+    /** Size at which server.log is rotated. */
+    LogMaxBytes: z
+      .number()
+      .int()
+      .min(64 * 1024),
   })
   .partial()
   .strict();
@@ -168,6 +173,10 @@ const flatSchema = z
         headers_timeout_ms: z.number().int().min(100),
         request_timeout_ms: z.number().int().min(100),
         idle_timeout_ms: z.number().int().min(100),
+        log_max_bytes: z
+          .number()
+          .int()
+          .min(64 * 1024),
       })
       .partial()
       .strict(),
@@ -208,6 +217,7 @@ export function fromFlat(flat: FlatDocument): ConfigDocument {
           HeadersTimeoutMs: l.headers_timeout_ms,
           RequestTimeoutMs: l.request_timeout_ms,
           IdleTimeoutMs: l.idle_timeout_ms,
+          LogMaxBytes: l.log_max_bytes,
         });
   const ssl =
     flat.tls === undefined

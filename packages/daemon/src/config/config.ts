@@ -35,11 +35,18 @@ export interface Limits {
   headersTimeoutMs: number;
   requestTimeoutMs: number;
   idleTimeoutMs: number;
+  /** server.log rotates past this size (4 rotated files kept). */
+  logMaxBytes: number;
 }
 
 export interface DaemonConfig {
   home: string;
   workDir: string;
+  /**
+   * Where the bundled system applications come from: the install root's `apps/` (CONTRACT §2), never
+   * SVC_HOME. SVC_SYSTEM_APPS_DIR names another folder (tests run only the system apps they need).
+   */
+  systemAppsDir: string;
   listenAddress: string;
   restPort: number;
   tcpPort: number;
@@ -87,6 +94,7 @@ export const DEFAULT_LIMITS: Limits = {
   headersTimeoutMs: 10_000,
   requestTimeoutMs: 120_000,
   idleTimeoutMs: 120_000,
+  logMaxBytes: 16 * 1024 * 1024,
 };
 
 export class ConfigError extends Error {
@@ -161,7 +169,11 @@ function envFlag(env: NodeJS.ProcessEnv, key: string): boolean | undefined {
 export async function loadConfig(env: NodeJS.ProcessEnv = process.env): Promise<DaemonConfig> {
   const home = resolve(env['SVC_HOME'] ?? INSTALL_ROOT);
   const workDir = join(home, 'work');
-  const base = await readConfigFile(join(home, 'config', 'config.yaml'));
+  // Defaults of the install root, overlaid by the home's optional config/config.yaml (CONTRACT §3).
+  const installDefaults =
+    home === INSTALL_ROOT ? {} : await readConfigFile(join(INSTALL_ROOT, 'config', 'config.yaml'));
+  const homeBase = await readConfigFile(join(home, 'config', 'config.yaml'));
+  const base = mergeConfigDocuments(installDefaults, homeBase);
   const overrides = await readConfigFile(join(workDir, 'config', 'config.yaml'));
   const doc = mergeConfigDocuments(base, overrides);
   const b = doc.BaseConfig ?? {};
@@ -203,15 +215,22 @@ export async function loadConfig(env: NodeJS.ProcessEnv = process.env): Promise<
     headersTimeoutMs,
     requestTimeoutMs,
     idleTimeoutMs: fileLimits.IdleTimeoutMs ?? DEFAULT_LIMITS.idleTimeoutMs,
+    logMaxBytes: fileLimits.LogMaxBytes ?? DEFAULT_LIMITS.logMaxBytes,
   };
 
   const forwardEnv = env['SVC_FORWARD_TARGETS'];
   const metricsPort = envPort(env, 'SVC_METRICS_PORT') ?? r.MetricsPort ?? undefined;
   const { Url: registryFileUrl, ...registry } = doc.Registry ?? {};
   const registryUrl = (env['SVC_REGISTRY_URL'] || registryFileUrl) ?? undefined;
+  if (registryUrl !== undefined)
+    throw new ConfigError(
+      `${env['SVC_REGISTRY_URL'] ? 'SVC_REGISTRY_URL' : 'Registry.Url in config.yaml'} is set, but cluster mode is not available in this version: unset it to run stand-alone`,
+    );
+  const systemAppsEnv = env['SVC_SYSTEM_APPS_DIR'];
   return {
     home,
     workDir,
+    systemAppsDir: systemAppsEnv ? resolve(systemAppsEnv) : join(INSTALL_ROOT, 'apps'),
     listenAddress: (env['SVC_LISTEN_ADDRESS'] || r.ListenAddress) ?? '127.0.0.1',
     restPort: envPort(env, 'SVC_REST_PORT') ?? r.RestPort ?? 6058,
     tcpPort: envPort(env, 'SVC_TCP_PORT') ?? r.TcpPort ?? 6059,

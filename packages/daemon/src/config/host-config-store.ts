@@ -128,6 +128,7 @@ export class HostConfigStore {
           HeadersTimeoutMs: c.limits.headersTimeoutMs,
           RequestTimeoutMs: c.limits.requestTimeoutMs,
           IdleTimeoutMs: c.limits.idleTimeoutMs,
+          LogMaxBytes: c.limits.logMaxBytes,
         },
       },
       Auth: { Mode: c.authMode, Issuer: c.oidcIssuer, Audience: c.oidcAudience, IssuerPort: c.issuerPort },
@@ -208,6 +209,11 @@ export class HostConfigStore {
     const ssl = next.REST?.SSL;
     if (ssl != null && (ssl.CertFile === undefined || ssl.KeyFile === undefined))
       throw new SvcError('bad_request', 'REST.SSL: CertFile and KeyFile are both required');
+    if (typeof next.Registry?.Url === 'string' && next.Registry.Url !== '')
+      throw new SvcError(
+        'bad_request',
+        'Registry.Url: cluster mode is not available in this version (the daemon would not start)',
+      );
     if (next.Auth?.Mode === 'external' && next.Auth.Issuer === undefined)
       throw new SvcError('bad_request', 'Auth: external mode needs Auth.Issuer');
   }

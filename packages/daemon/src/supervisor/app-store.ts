@@ -22,6 +22,11 @@ export interface LoadResult {
   apps: AppDefinition[];
   /** Files that could not be read or validated, with the reason; they stay on disk untouched. */
   errors: { file: string; error: string }[];
+  /**
+   * Files that used the names before App Mesh 3.0's and were rewritten (atomically) in the current
+   * shape, with the old names found; `error` when the rewrite failed (the old file still loads).
+   */
+  migrated: { file: string; fields: string[]; error?: string }[];
 }
 
 export interface AppStoreOptions {
@@ -76,11 +81,12 @@ export class AppStore {
     try {
       entries = await readdir(this.#dir);
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { apps: [], errors: [] };
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { apps: [], errors: [], migrated: [] };
       throw error;
     }
     const apps: AppDefinition[] = [];
     const errors: LoadResult['errors'] = [];
+    const migrated: LoadResult['migrated'] = [];
     for (const file of entries.sort()) {
       if (!file.endsWith(SUFFIX)) continue;
       const path = join(this.#dir, file);
@@ -90,10 +96,12 @@ export class AppStore {
         errors.push({ file: path, error: `${file}: the name is reserved (rename the app and its file)` });
         continue;
       }
+      let legacy: string[] = [];
       try {
         const def = deserializeApp(await readFile(path, 'utf8'), this.#crypter, {
           trusted: this.#trusted,
           file,
+          onLegacy: (fields) => (legacy = fields),
         });
         if (def.name + SUFFIX !== file) {
           throw new SvcError(
@@ -102,11 +110,19 @@ export class AppStore {
           );
         }
         apps.push(def);
+        // Bundled files belong to the install root and are never rewritten.
+        if (legacy.length > 0 && !this.#trusted) {
+          const entry: LoadResult['migrated'][number] = { file: path, fields: legacy };
+          await this.save(def).catch((error: unknown) => {
+            entry.error = error instanceof Error ? error.message : String(error);
+          });
+          migrated.push(entry);
+        }
       } catch (error) {
         errors.push({ file: path, error: error instanceof Error ? error.message : String(error) });
       }
     }
-    return { apps, errors };
+    return { apps, errors, migrated };
   }
 
   /**

@@ -7,7 +7,7 @@ import type { AppDefinition, ExitAction } from '../model/app-definition.ts';
 export type ResolvedExitAction = Exclude<ExitAction, 'keepalive'>;
 
 /**
- * `behavior.control[<code>]` wins when present and means exactly its action (`restart` and
+ * `behavior.exit_code_actions[<code>]` wins when present and means exactly its action (`restart` and
  * `keepalive` both start again, even for code 0). Otherwise `behavior.exit`:
  *   standby -> standby; restart -> restart unless the code is 0 (then standby);
  *   keepalive -> restart; remove -> remove.
@@ -21,7 +21,8 @@ export function decideExitAction(
 ): ResolvedExitAction {
   if (def.system === true) return 'restart';
   const key = String(exitCode === 0 ? 0 : exitCode);
-  const perCode = Object.hasOwn(def.behavior.control, key) ? def.behavior.control[key] : undefined;
+  const actions = def.behavior.exit_code_actions;
+  const perCode = Object.hasOwn(actions, key) ? actions[key] : undefined;
   if (perCode !== undefined) return perCode === 'keepalive' ? 'restart' : perCode;
   switch (def.behavior.exit) {
     case 'standby':

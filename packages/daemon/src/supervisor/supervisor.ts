@@ -11,14 +11,23 @@ import { pid as daemonPid } from 'node:process';
 import { SvcError } from '@svc/protocol';
 import type { Logger } from '../log/logger.ts';
 import type { AppDefinition } from '../model/app-definition.ts';
-import { parseAppDefinition, toPublicView } from '../model/app-definition.ts';
+import { othersAccess, parseAppDefinition, toPublicView } from '../model/app-definition.ts';
 import type { SecretCrypter } from '../model/secret-crypter.ts';
 import { AppStore, refuseReservedName } from './app-store.ts';
+import { findDependencyCycle, unmetDependencies } from './dependencies.ts';
 import { HealthChecker } from './health.ts';
 import { AppLifecycle } from './lifecycle.ts';
 import type { Clock, LifecycleHost, RunningProcess } from './lifecycle.ts';
 import { OutputStore } from './output-store.ts';
-import { CLOCK_TICKS, isSameProcess, readGroupUsage, readProcStat } from './proc-stats.ts';
+import {
+  CLOCK_TICKS,
+  countOpenFds,
+  isSameProcess,
+  readGroupUsage,
+  readProcStat,
+  readProcessUid,
+  userName,
+} from './proc-stats.ts';
 import { environHasUuid, outputTargets, scanClaimingProcesses } from './orphans.ts';
 import type { ClaimingProcess } from './orphans.ts';
 import { createProcessRunner } from './process-runner.ts';
@@ -110,8 +119,16 @@ function baseEnvironment(): Record<string, string> {
   return env;
 }
 
-const iso = (ms: number | undefined): string | undefined =>
-  ms === undefined ? undefined : new Date(ms).toISOString();
+/** The `name` of an untrusted definition when it is a string (validated by the parse after). */
+function definitionName(definition: unknown): string | undefined {
+  if (typeof definition !== 'object' || definition === null) return undefined;
+  const name: unknown = Object.getOwnPropertyDescriptor(definition, 'name')?.value;
+  return typeof name === 'string' ? name : undefined;
+}
+
+/** Times in the app view are epoch seconds (App Mesh 3.0). */
+const epochSeconds = (ms: number | undefined): number | undefined =>
+  ms === undefined ? undefined : Math.floor(ms / 1000);
 
 export async function createSupervisor(options: SupervisorOptions): Promise<Supervisor> {
   const logger = options.logger.child({ component: 'supervisor' });
@@ -154,6 +171,19 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
         logger.error('event listener failed', { event: event.type, app: event.app, error });
       }
     }
+    wakeDependents();
+  };
+
+  /**
+   * depends_on: after any start, exit, health, enable/disable or removal, apps waiting for a
+   * dependency look again (once per turn of the event loop, however many events came).
+   */
+  let dependentsWake: Promise<void> | undefined;
+  const wakeDependents = (): void => {
+    dependentsWake ??= Promise.resolve().then(() => {
+      dependentsWake = undefined;
+      for (const app of apps.values()) if (app.state === 'waiting') app.decide();
+    });
   };
 
   /** Serialize mutations of one app. */
@@ -239,7 +269,8 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
   const removeNow = async (app: AppLifecycle, deleteFile = true): Promise<void> => {
     if (app.state === 'removed') return;
     await app.stop('remove');
-    // REMOVED first, then the purge (subscriptions of the app are dropped on this event).
+    // The stop publishes no EXIT (a waiter sees REMOVED alone); REMOVED comes first, then the
+    // purge (subscriptions of the app are dropped on this event).
     emit({ type: 'REMOVED', app: app.name });
     app.markRemoved();
     apps.delete(app.name);
@@ -257,7 +288,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
     ...baseEnv,
     ...(def.system ? options.systemEnv : undefined),
     ...def.env,
-    ...def.sec_env,
+    ...def.secret_env,
   });
 
   const host: LifecycleHost = {
@@ -265,6 +296,20 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
     clock,
     stopGraceMs: options.stopGraceMs ?? DEFAULT_STOP_GRACE_MS,
     emit,
+    startBlocker(app) {
+      if (app.def.docker_image !== undefined)
+        return { error: 'docker_image: not supported, no container runtime is configured' };
+      const waitingFor = unmetDependencies(app.def.depends_on, (name) => {
+        const other = apps.get(name);
+        if (other === undefined || other.state === 'removed') return undefined;
+        return {
+          enabled: other.def.enabled,
+          running: other.state === 'running',
+          health: other.computeHealth(),
+        };
+      });
+      return waitingFor.length > 0 ? { waitingFor } : undefined;
+    },
     prepareSpawn(app, processUuid) {
       const env = envFor(app.def);
       env['SVC_PROCESS_KEY'] = keyOf(processUuid);
@@ -272,7 +317,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
       env['SVC_APPLICATION_NAME'] = app.name;
       env['SVC_LAUNCH_TIME'] = new Date(now()).toISOString();
       env['SVC_DAEMON_URL'] = options.daemonUrl;
-      const fd = output.openForProcess(app.name, processUuid, app.def.stdout_cache_num);
+      const fd = output.openForProcess(app.name, processUuid, app.def.stdout_backup_count);
       // The child holds its own copy of the fd once spawned; ours is closed right after.
       queueMicrotask(() => closeSync(fd));
       return { env, outputFd: fd };
@@ -282,7 +327,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
       if (process.external === true) {
         // No output to capture, but a (empty) file per process keeps reads by process_uuid and
         // long polls (woken at exit) uniform.
-        closeSync(output.openForProcess(app.name, process.processUuid, app.def.stdout_cache_num));
+        closeSync(output.openForProcess(app.name, process.processUuid, app.def.stdout_backup_count));
       }
       if (app.def.resource_limit !== undefined) {
         limitStatus.set(app.name, limiter.apply(app.name, process.pid, app.def.resource_limit));
@@ -339,9 +384,16 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
         v['output_captured'] = false;
       }
       const group = usage ? readGroupUsage(p.pid) : undefined;
+      if (usage) {
+        const uid = readProcessUid(p.pid);
+        if (uid !== undefined) v['pid_user'] = userName(uid);
+        const fds = countOpenFds(p.pid);
+        if (fds !== undefined) v['fd'] = fds;
+      }
       if (group !== undefined) {
         v['memory'] = group.rssBytes;
         v['processes'] = group.processes;
+        v['pstree'] = group.tree;
         // cpu: percent of one core since the previous view of this process (or since its start).
         const t = now();
         const previous = cpuSamples.get(app.name);
@@ -363,14 +415,16 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
     else if (r.lastExitAt !== undefined) v['return_code'] = null;
     v['health'] = app.computeHealth();
     v['starts'] = r.starts;
-    const set = (key: string, value: string | undefined): void => {
+    const set = (key: string, value: string | number | undefined): void => {
       if (value !== undefined) v[key] = value;
     };
-    set('last_start_time', iso(r.lastStartAt));
-    set('last_exit_time', iso(r.lastExitAt));
-    set('next_start_time', iso(app.nextStartAt));
+    set('last_start_time', epochSeconds(r.lastStartAt));
+    set('last_exit_time', epochSeconds(r.lastExitAt));
+    set('next_start_time', epochSeconds(app.nextStartAt));
     set('last_error', r.lastError);
-    v['stdout_cache_size'] = output.cacheSize(app.name);
+    v['stdout_file_count'] = output.cacheSize(app.name);
+    if (app.state === 'waiting' && app.waitingFor !== undefined) v['waiting_for'] = [...app.waitingFor];
+    if (app.def.owner_principal_id !== undefined) v['owner_display_name'] = app.def.owner_principal_id;
     if (app.def.resource_limit !== undefined) {
       v['resource_limit_status'] =
         limitStatus.get(app.name) ?? (limiter.status === 'supported' ? 'not applied yet' : limiter.status);
@@ -453,7 +507,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
    * access). Nothing is written: system apps are not stored.
    */
   const startSystemApp = (app: AppLifecycle): AppView => {
-    if (app.def.status !== 1)
+    if (!app.def.enabled)
       throw new SvcError(
         'system_app',
         `${app.name} is a disabled system application: re-enabling it needs local access to the host`,
@@ -597,7 +651,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
         processUuid: winner.processUuid,
         ...(targets.includes(file) ? {} : { stdout: targets[0], stderr: targets[1] }),
       });
-      if (app.def.status !== 1) {
+      if (!app.def.enabled) {
         logger.warn('orphan of a disabled app stopped (deliberate stop)', { app: name, pid: winner.pid });
         void app.stop('disable');
       }
@@ -627,6 +681,11 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
   }
   const stored = await store.loadAll();
   for (const error of stored.errors) logger.error('application file rejected (left in place)', error);
+  for (const entry of stored.migrated) {
+    if (entry.error === undefined)
+      logger.info('application file rewritten with App Mesh 3.0 field names', entry);
+    else logger.error('application file of the old shape could not be rewritten (still loaded)', entry);
+  }
   for (const def of stored.apps) {
     if (loaded.some((d) => d.name === def.name))
       logger.warn('registered app shadowed by a bundled system app', { app: def.name });
@@ -697,10 +756,16 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
     access(name) {
       const app = apps.get(name);
       if (app === undefined) return undefined;
-      return { owner: app.def.owner, shared: app.def.permission ?? [], system: app.def.system };
+      return { owner: app.def.owner_principal_id, others: othersAccess(app.def), system: app.def.system };
     },
     async register(definition, owner) {
-      const parsed = parseAppDefinition(definition, { now: now() });
+      // The definition being replaced lets a masked secret_env value (echoed from GET) keep its value.
+      const named = definitionName(definition);
+      const previous = named === undefined ? undefined : apps.get(named)?.def;
+      const parsed = parseAppDefinition(
+        definition,
+        previous === undefined ? { now: now() } : { now: now(), previous },
+      );
       refuseReservedName(parsed.name);
       return serial(parsed.name, async () => {
         const existing = apps.get(parsed.name);
@@ -709,7 +774,10 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
           existing === undefined
             ? parsed
             : parseAppDefinition(definition, { now: now(), previous: existing.def });
-        def.owner = existing?.def.owner ?? owner;
+        def.owner_principal_id = existing?.def.owner_principal_id ?? owner;
+        const cycle = findDependencyCycle(def.name, def.depends_on, (name) => apps.get(name)?.def.depends_on);
+        if (cycle !== undefined)
+          throw new SvcError('invalid_app', `depends_on: dependency cycle ${cycle.join(' -> ')}`);
         if (def.pid !== undefined) return adoptByPid(def, existing);
         // The durable write runs while the process is spawned; the call returns only after both,
         // so an acknowledged definition is never lost. If the write fails, the start is undone.
@@ -759,10 +827,10 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
       const app = mustGet(name);
       if (app.def.system) return serial(name, () => Promise.resolve(startSystemApp(app)));
       return serial(name, async () => {
-        const previousEnabled = app.def.status === 1;
+        const previousEnabled = app.def.enabled;
         if (!previousEnabled) {
           const previousDef = app.def;
-          const def = { ...app.def, status: 1 as const };
+          const def = { ...app.def, enabled: true };
           const saved = store.save(def); // concurrent with the spawn, awaited before acknowledging
           saved.catch(() => undefined);
           app.def = def;
@@ -785,10 +853,10 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
     async disable(name) {
       const app = mustGet(name);
       return serial(name, async () => {
-        const previousEnabled = app.def.status === 1;
+        const previousEnabled = app.def.enabled;
         if (previousEnabled) {
           const previousDef = app.def;
-          const def = { ...app.def, status: 0 as const };
+          const def = { ...app.def, enabled: false };
           // The durable write runs while the process is stopped; both end before acknowledging.
           const saved = def.system ? Promise.resolve() : store.save(def);
           saved.catch(() => undefined);
