@@ -67,7 +67,6 @@ export class WireSession implements PersistentConnection {
   #authenticatedSeen = false;
   readonly #idle: IdleDeadline | undefined;
 
-
   constructor(options: WireSessionOptions) {
     this.#options = options;
     this.transport = options.transport;
