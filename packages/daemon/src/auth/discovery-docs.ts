@@ -24,8 +24,6 @@ export interface AuthConfigDocument {
   public_client_id: string;
   scopes: string[];
   refresh_token: boolean;
-  /** The API's base URL as the client reached it (RFC 9728 `resource`), when known. */
-  resource?: string;
   /** The token endpoint clients should use when it differs from discovery (the agent's `/auth/token`). */
   token_endpoint?: string;
 }
@@ -40,7 +38,6 @@ export function authConfigDocument(options: {
   audience: string;
   passwordFlow: boolean;
   tokenEndpoint?: string | undefined;
-  resource?: string | undefined;
 }): AuthConfigDocument {
   const flows: AuthFlow[] = ['authorization_code', 'device_code', 'refresh_token', 'client_credentials'];
   if (options.mode === 'builtin' && options.passwordFlow) flows.push('password');
@@ -55,7 +52,6 @@ export function authConfigDocument(options: {
     refresh_token: flows.includes('refresh_token'),
   };
   if (options.tokenEndpoint !== undefined) document.token_endpoint = options.tokenEndpoint;
-  if (options.resource !== undefined) document.resource = options.resource;
   return document;
 }
 

@@ -141,7 +141,6 @@ describe('GET /svc/auth/config', () => {
       audience: 'svc-api',
       scopes: ['openid', 'profile', 'email', 'groups', 'offline_access'],
       refresh_token: true,
-      resource: daemon.restUrl,
       flows: expect.arrayContaining(['authorization_code', 'device_code']) as unknown,
     });
   });

@@ -20,7 +20,6 @@ export const discoveryOperations: Operation<Services>[] = [
           issuer: c.oidcIssuer,
           audience: c.oidcAudience,
           passwordFlow: c.passwordFlow,
-          resource: publicBaseUrl(context.request.headers, context.services.restBaseUrl()),
         }),
       );
     },
