@@ -1,6 +1,7 @@
 // Authorization records: the caller's principal, roles, permissions and principals (CONTRACT §5–§6, §8).
 import { PERMISSIONS, SvcError, isPermission, type Permission } from '@svc/protocol';
 import { json, parseJsonBody } from '../responses.ts';
+import type { Principal } from '../../auth/principal.ts';
 import type { Services } from '../services.ts';
 import type { Operation } from '../types.ts';
 
@@ -37,22 +38,51 @@ function parseRoles(body: unknown): string[] {
   });
 }
 
+/**
+ * The caller's principal as GET /svc/principal/self shows it. `execution_user` is the OS user its
+ * applications and runs execute as; null means the daemon's own user (no per-principal user and
+ * no BaseConfig.DefaultExecUser).
+ */
+function selfView(p: Principal): Record<string, unknown> {
+  return {
+    principal_id: p.id,
+    roles: p.roles,
+    permissions: [...p.permissions].sort(),
+    status: p.status,
+    execution_user: p.executionUser ?? null,
+    expires_at: p.expiresAt,
+  };
+}
+
 export const authzOperations: Operation<Services>[] = [
   {
     id: 'getSelf',
     method: 'GET',
+    path: '/svc/principal/self',
+    access: { kind: 'authenticated' },
+    summary: "The caller's principal: principal_id, roles, permissions, status, execution_user",
+    async handle(context) {
+      return json(selfView(context.principal!));
+    },
+  },
+  {
+    id: 'getSelfAlias',
+    method: 'GET',
     path: '/svc/self',
     access: { kind: 'authenticated' },
-    summary: "The caller's principal: id, roles, permissions, status",
+    summary: 'Alias of GET /svc/principal/self',
     async handle(context) {
-      const p = context.principal!;
-      return json({
-        principal_id: p.id,
-        roles: p.roles,
-        permissions: [...p.permissions].sort(),
-        status: p.status,
-        expires_at: p.expiresAt,
-      });
+      return json(selfView(context.principal!));
+    },
+  },
+  {
+    id: 'getSelfPermissions',
+    method: 'GET',
+    path: '/svc/principal/self/permissions',
+    access: { kind: 'authenticated' },
+    summary: "The caller's effective permissions (an array, sorted)",
+    async handle(context) {
+      return json([...context.principal!.permissions].sort());
     },
   },
   {
@@ -103,10 +133,13 @@ export const authzOperations: Operation<Services>[] = [
     id: 'listPrincipals',
     method: 'GET',
     path: '/svc/principals',
-    access: { kind: 'permission', permission: 'principal-view' },
-    summary: 'Authorization records',
+    access: { kind: 'permission', permission: 'principal-list' },
+    summary: 'Authorization records: an object keyed by principal id, {principal_id, roles, status} each',
     async handle(context) {
-      return json(context.services.policy.listPrincipals());
+      const records: Record<string, { principal_id: string; roles: readonly string[]; status: string }> = {};
+      for (const { id, roles, status } of context.services.policy.listPrincipals())
+        records[id] = { principal_id: id, roles, status };
+      return json(records);
     },
   },
   {
