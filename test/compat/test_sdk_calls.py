@@ -84,7 +84,9 @@ def test_principal_update_delete(client, transport):
     client.update_principal(principal, {"roles": ["svc-viewer"]})
     assert principal in client.list_principals()
     client.delete_principal(principal)
-    assert principal not in client.list_principals()
+    # svc keeps a deleted principal as a tombstone (its tokens stay refused); App Mesh drops it.
+    after = client.list_principals().get(principal)
+    assert after is None or after.get("status") == "tombstoned", after
 
 
 def test_config_sections(client):
