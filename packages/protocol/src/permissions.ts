@@ -1,5 +1,5 @@
-// The 27 permissions and 3 built-in roles (CONTRACT §6, spec "Roles"). spec/permissions.json is
-// generated from these tables.
+// The 27 permissions (App Mesh 3.0's own list) and the 3 built-in roles (spec "Roles").
+// spec/permissions.json is generated from these tables.
 
 export const PERMISSIONS = [
   // applications
@@ -22,17 +22,16 @@ export const PERMISSIONS = [
   'label-delete',
   'config-view',
   'config-set',
+  'file-download',
+  'file-upload',
   // authorization
   'role-view',
   'role-set',
   'role-delete',
   'permission-list',
-  'principal-view',
+  'principal-list',
   'principal-set',
   'principal-delete',
-  // cluster
-  'cluster-app-view',
-  'cluster-app-reg',
   // workflow
   'workflow-admin',
 ] as const;

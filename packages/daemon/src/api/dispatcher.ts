@@ -14,7 +14,7 @@ import type { Forwarder } from '../forwarding/forwarder.ts';
 import type { Logger } from '../log/logger.ts';
 import { errorResponse, parseJsonBody } from './responses.ts';
 import type { Router } from './router.ts';
-import type { ApiRequest, ApiResponse, Operation, OperationInput } from './types.ts';
+import type { ApiRequest, ApiResponse, Operation, OperationInput, PersistentConnection } from './types.ts';
 import { validateBody, validateQuery } from './validate-input.ts';
 
 export interface Authenticator {
@@ -36,6 +36,11 @@ export interface DispatcherOptions<S> {
   logger: Logger;
   /** Gateway for requests carrying X-Target-Host (forwarding/); without it the header is ignored. */
   forwarder?: Forwarder | undefined;
+  /**
+   * A bearer authenticated a request on a persistent connection (after the principal was pinned):
+   * auth/connection-authority.ts keeps the connection authorized until the token's expiry.
+   */
+  onConnectionAuthenticated?: ((connection: PersistentConnection, principal: Principal) => void) | undefined;
 }
 
 export type Dispatch = (request: ApiRequest) => Promise<ApiResponse>;
@@ -83,6 +88,7 @@ export function createDispatcher<S>(options: DispatcherOptions<S>): Dispatch {
           'invalid_token',
           'this connection is bound to another principal; reconnect to switch',
         );
+      options.onConnectionAuthenticated?.(connection, principal);
     }
     return principal;
   };

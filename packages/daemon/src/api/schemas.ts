@@ -141,15 +141,21 @@ export const Self = z
     roles: z.array(z.string()),
     permissions: z.array(permissionEnum),
     status: z.enum(['active', 'tombstoned']),
+    execution_user: z
+      .string()
+      .nullable()
+      .optional()
+      .meta({ description: 'OS user its apps and runs execute as' }),
     expires_at: z.number().optional(),
   })
   .meta({ id: 'Self' });
 
 export const Principal = z
-  .object({ id: z.string(), roles: z.array(z.string()), status: z.enum(['active', 'tombstoned']) })
+  .object({ principal_id: z.string(), roles: z.array(z.string()), status: z.enum(['active', 'tombstoned']) })
   .meta({ id: 'Principal' });
 
-export const PrincipalList = z.array(Principal);
+/** GET /svc/principals: an object keyed by principal id. */
+export const PrincipalList = z.record(z.string(), Principal);
 
 export const PrincipalAnswer = z.object({
   principal_id: z.string(),
@@ -174,32 +180,31 @@ export const RoleNames = z.object({
 
 export const Labels = z.record(z.string(), z.string()).meta({ id: 'Labels' });
 
+const section = z.record(z.string(), z.unknown());
+
+/** GET /svc/config: App Mesh's sectioned configuration (key names in spec/contract.md §3). */
 export const Config = z
   .looseObject({
-    host_name: z.string(),
-    listen_address: z.string(),
-    rest_port: z.number().int(),
-    tcp_port: z.number().int(),
-    agent_port: z.number().int(),
-    metrics_port: z.number().int().nullable(),
-    auth_mode: z.string(),
-    oidc_issuer: z.string(),
-    oidc_audience: z.string(),
-    log_level: z.enum(['debug', 'info', 'warn', 'error']),
-    stop_grace_seconds: z.number(),
-    forward_targets: z.array(z.string()),
-    forward_ca_file: z.string().nullable(),
-    labels: z.record(z.string(), z.string()),
-    cluster: z.boolean(),
-    limits: z.record(z.string(), z.number()),
+    BaseConfig: section,
+    REST: section,
+    Auth: section.optional(),
+    Registry: section,
+    Labels: z.record(z.string(), z.string()),
   })
   .meta({ id: 'Config' });
 
-/** POST /svc/config: the writable keys (validated by the config store, which names the key). */
-export const ConfigUpdate = z.record(z.string(), z.unknown()).meta({
-  id: 'ConfigUpdate',
-  description: 'a partial configuration: log_level, stop_grace_seconds, forward_targets, labels',
+/** POST /svc/config answer: the whole configuration and the accepted keys that need a restart. */
+export const ConfigUpdated = Config.extend({
+  restart_required: z.array(z.string()).meta({ description: 'accepted keys that apply at the next start' }),
 });
+
+/** POST /svc/config: a partial sectioned document (validated by the config store, which names the key). */
+export const ConfigUpdate = z
+  .record(z.string(), z.unknown(), { error: 'the configuration must be a JSON object' })
+  .meta({
+    id: 'ConfigUpdate',
+    description: 'a partial sectioned configuration, for example {"BaseConfig": {"LogLevel": "DEBUG"}}',
+  });
 
 export const Resources = z
   .object({

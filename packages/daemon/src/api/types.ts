@@ -15,6 +15,11 @@ export interface PersistentConnection {
   push(message: WireResponse): boolean;
   /** Register a callback run once when the connection closes. */
   onClose(callback: () => void): void;
+  /**
+   * End the connection (revoked authorization): no further frame is read or answered and no push
+   * is sent; the transport closes the socket, then the onClose callbacks run.
+   */
+  close(reason: string): void;
   /** The principal pinned at upgrade/first authenticated request (spec: client token contract). */
   principalId: string | undefined;
 }

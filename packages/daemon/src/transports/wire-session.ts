@@ -62,6 +62,8 @@ export class WireSession implements PersistentConnection {
   #inFlight = 0;
   #paused = false;
   #closed = false;
+  /** close() was called: the socket is closing; nothing more is read, answered or pushed. */
+  #ending = false;
   #authenticatedSeen = false;
   readonly #idle: IdleDeadline | undefined;
 
@@ -97,7 +99,7 @@ export class WireSession implements PersistentConnection {
 
   /** Handle one decoded frame body. Undecodable messages close the connection (spec: TCP framing). */
   receive(body: Uint8Array): void {
-    if (this.#closed) return;
+    if (this.#closed || this.#ending) return;
     this.#idle?.touch();
     let message;
     try {
@@ -157,7 +159,7 @@ export class WireSession implements PersistentConnection {
   }
 
   #send(message: Response): boolean {
-    if (this.#closed) return false;
+    if (this.#closed || this.#ending) return false;
     if (this.#options.sink.bufferedBytes() > (this.#options.maxBufferedBytes ?? 64 * 1024 * 1024)) {
       this.#options.logger.warn('peer is not reading; closing connection', {
         transport: this.transport,
@@ -172,6 +174,12 @@ export class WireSession implements PersistentConnection {
 
   push(message: Response): boolean {
     return this.#send(message);
+  }
+
+  close(reason: string): void {
+    if (this.#closed || this.#ending) return;
+    this.#ending = true;
+    this.#options.sink.close(reason);
   }
 
   onClose(callback: () => void): void {

@@ -249,10 +249,15 @@ const CASES: Record<string, Case[]> = {
   ],
   getConfig: [{ label: 'config', call: fixed({ path: '/svc/config' }) }],
   updateConfig: [
-    { label: 'log level', call: fixed({ path: '/svc/config', options: { body: { log_level: 'info' } } }) },
+    {
+      label: 'log level',
+      call: fixed({ path: '/svc/config', options: { body: { BaseConfig: { LogLevel: 'INFO' } } } }),
+    },
   ],
   getResources: [{ label: 'resources', call: fixed({ path: '/svc/resources' }) }],
-  getSelf: [{ label: 'self', call: fixed({ path: '/svc/self' }) }],
+  getSelf: [{ label: 'self', call: fixed({ path: '/svc/principal/self' }) }],
+  getSelfAlias: [{ label: 'alias', call: fixed({ path: '/svc/self' }) }],
+  getSelfPermissions: [{ label: 'permissions', call: fixed({ path: '/svc/principal/self/permissions' }) }],
   listRoles: [{ label: 'roles', call: fixed({ path: '/svc/roles' }) }],
   setRole: [
     {

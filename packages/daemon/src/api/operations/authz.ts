@@ -1,5 +1,6 @@
 // Authorization records: the caller's principal, roles, permissions and principals (CONTRACT §5–§6, §8).
 import { PERMISSIONS } from '@svc/protocol';
+import type { Principal } from '../../auth/principal.ts';
 import type * as z from 'zod';
 import { json } from '../responses.ts';
 import {
@@ -18,23 +19,54 @@ type NoQuery = z.ZodType<Record<string, never>>;
 const roles = [{ status: 200, description: 'every role and its permissions', json: RoleMap }] as const;
 const principal = [{ status: 200, description: 'the principal record', json: PrincipalAnswer }] as const;
 
+/**
+ * The caller's principal as GET /svc/principal/self shows it. `execution_user` is the OS user its
+ * applications and runs execute as; null means the daemon's own user (no per-principal user and
+ * no BaseConfig.DefaultExecUser).
+ */
+function selfView(p: Principal): Record<string, unknown> {
+  return {
+    principal_id: p.id,
+    roles: p.roles,
+    permissions: [...p.permissions].sort(),
+    status: p.status,
+    execution_user: p.executionUser ?? null,
+    expires_at: p.expiresAt,
+  };
+}
+
 export const authzOperations: Operation<Services>[] = [
   defineOperation<Services>({
     id: 'getSelf',
     method: 'GET',
-    path: '/svc/self',
+    path: '/svc/principal/self',
     access: { kind: 'authenticated' },
-    summary: "The caller's principal: id, roles, permissions, status",
+    summary: "The caller's principal: principal_id, roles, permissions, status, execution_user",
     responses: [{ status: 200, description: 'the caller', json: Self }],
     async handle(context) {
-      const p = context.principal!;
-      return json({
-        principal_id: p.id,
-        roles: p.roles,
-        permissions: [...p.permissions].sort(),
-        status: p.status,
-        expires_at: p.expiresAt,
-      });
+      return json(selfView(context.principal!));
+    },
+  }),
+  defineOperation<Services>({
+    id: 'getSelfAlias',
+    method: 'GET',
+    path: '/svc/self',
+    access: { kind: 'authenticated' },
+    summary: 'Alias of GET /svc/principal/self',
+    responses: [{ status: 200, description: 'the caller', json: Self }],
+    async handle(context) {
+      return json(selfView(context.principal!));
+    },
+  }),
+  defineOperation<Services>({
+    id: 'getSelfPermissions',
+    method: 'GET',
+    path: '/svc/principal/self/permissions',
+    access: { kind: 'authenticated' },
+    summary: "The caller's effective permissions (an array, sorted)",
+    responses: [{ status: 200, description: 'the permissions', json: PermissionList }],
+    async handle(context) {
+      return json([...context.principal!.permissions].sort());
     },
   }),
   defineOperation<Services>({
@@ -92,11 +124,14 @@ export const authzOperations: Operation<Services>[] = [
     id: 'listPrincipals',
     method: 'GET',
     path: '/svc/principals',
-    access: { kind: 'permission', permission: 'principal-view' },
-    summary: 'Authorization records',
-    responses: [{ status: 200, description: 'the principals', json: PrincipalList }],
+    access: { kind: 'permission', permission: 'principal-list' },
+    summary: 'Authorization records: an object keyed by principal id, {principal_id, roles, status} each',
+    responses: [{ status: 200, description: 'the principals by id', json: PrincipalList }],
     async handle(context) {
-      return json(context.services.policy.listPrincipals());
+      const records: Record<string, { principal_id: string; roles: readonly string[]; status: string }> = {};
+      for (const { id, roles, status } of context.services.policy.listPrincipals())
+        records[id] = { principal_id: id, roles, status };
+      return json(records);
     },
   }),
   defineOperation<Services, NoQuery, typeof RoleNames>({

@@ -3,7 +3,7 @@ import { cpus, freemem, loadavg, totalmem, uptime } from 'node:os';
 import { statfs } from 'node:fs/promises';
 import * as z from 'zod';
 import { json } from '../responses.ts';
-import { Config, ConfigUpdate, Labels, Resources } from '../schemas.ts';
+import { Config, ConfigUpdate, ConfigUpdated, Labels, Resources } from '../schemas.ts';
 import type { Services } from '../services.ts';
 import { defineOperation, type Operation } from '../types.ts';
 import { requiredParam } from './query.ts';
@@ -53,7 +53,7 @@ export const hostOperations: Operation<Services>[] = [
     method: 'GET',
     path: '/svc/config',
     access: { kind: 'permission', permission: 'config-view' },
-    summary: 'Effective daemon configuration',
+    summary: 'The configuration the daemon runs with: sections BaseConfig, REST, Auth, Registry, Labels',
     responses: [{ status: 200, description: 'the configuration', json: Config }],
     async handle(context) {
       return json(context.services.hostConfig.view());
@@ -64,11 +64,17 @@ export const hostOperations: Operation<Services>[] = [
     method: 'POST',
     path: '/svc/config',
     access: { kind: 'permission', permission: 'config-set' },
-    summary: 'Merge a partial configuration; returns the whole',
+    summary:
+      'Merge a partial sectioned configuration; returns the whole plus restart_required (accepted keys that apply at the next start)',
     body: { kind: 'json', schema: ConfigUpdate },
-    responses: [{ status: 200, description: 'the configuration', json: Config }],
+    responses: [{ status: 200, description: 'the configuration', json: ConfigUpdated }],
     async handle(context) {
-      return json(await context.services.hostConfig.update(context.input.body));
+      const result = await context.services.hostConfig.update(context.input.body);
+      context.services.logger.info('configuration changed', {
+        principal: context.principal!.id,
+        restart_required: result.restart_required,
+      });
+      return json(result);
     },
   }),
   defineOperation<Services>({

@@ -38,7 +38,9 @@ export const runOperations: Operation<Services>[] = [
     access: {
       kind: 'app',
       permission: 'app-run-async',
-      app: { from: 'body-copy', needs: 'app-view' },
+      // A copy's output is the original's (environment and secret_env included): it needs the
+      // rights of reading that output.
+      app: { from: 'body-copy', needs: 'app-output-view' },
       missing: 'not-found',
       changes: false,
     },
@@ -68,7 +70,9 @@ export const runOperations: Operation<Services>[] = [
     access: {
       kind: 'app',
       permission: 'app-run-sync',
-      app: { from: 'body-copy', needs: 'app-view' },
+      // A copy's output is the original's (environment and secret_env included): it needs the
+      // rights of reading that output.
+      app: { from: 'body-copy', needs: 'app-output-view' },
       missing: 'not-found',
       changes: false,
     },
