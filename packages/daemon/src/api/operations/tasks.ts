@@ -165,12 +165,14 @@ export const taskOperations: Operation<Services>[] = [
     path: '/svc/app/{name}/task',
     access: { kind: 'process-key' },
     summary:
-      'Worker: return the result of task X-Task-Id (header X-Svc-Process-Key); the body and content type reach the submitter',
+      'Worker: return a task result (header X-Svc-Process-Key only); it answers the task this process fetched last, or task X-Task-Id when that optional header is sent; the body and content type reach the submitter',
     async handle(context) {
       const name = worker(context);
       const id = context.request.headers['x-task-id'];
-      if (id === undefined || id === '')
-        throw new SvcError('bad_request', 'the X-Task-Id header (from the fetch response) is required');
+      if (id === undefined || id === '') {
+        const answered = context.services.tasks.completeFetched(name, bodyOf(context));
+        return json({ app_name: name, task_id: answered, delivered: true });
+      }
       if (!TASK_ID.test(id)) throw new SvcError('bad_request', 'X-Task-Id: not a task id');
       context.services.tasks.complete(name, id, bodyOf(context));
       return json({ app_name: name, task_id: id, delivered: true });
