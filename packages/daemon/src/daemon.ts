@@ -29,6 +29,7 @@ import { createLogger, type Logger } from './log/logger.ts';
 import type { ConnectionKind } from './metrics/daemon-metrics.ts';
 import { loadOrCreateMasterKey } from './model/secret-crypter.ts';
 import { createSupervisor } from './supervisor/supervisor.ts';
+import { effectiveExecutionUser, type ExecUserSettings } from './auth/execution-user.ts';
 import { linkTasksToSupervisor } from './tasks/supervisor-link.ts';
 import { TaskQueues } from './tasks/task-queues.ts';
 import { loadTlsMaterial } from './tls/certificates.ts';
@@ -122,11 +123,25 @@ export async function startDaemon(
       ? undefined
       : new (await import('./metrics/daemon-metrics.ts')).DaemonMetrics();
 
+  // The one accessor of BaseConfig.DefaultExecUser / DisableExecUser.
+  const execUserSettings = (): ExecUserSettings => ({
+    defaultExecUser: config.defaultExecUser,
+    disableExecUser: config.disableExecUser,
+  });
+  const executionUserOf = (principalId: string | undefined): string | undefined =>
+    principalId === undefined
+      ? undefined
+      : effectiveExecutionUser(policy.getPrincipal(principalId)?.execution_user, execUserSettings());
+
   let restBaseUrl = '';
   const auth: Authenticator = {
     async authenticate(token) {
       const verified = await verifier.verify(token);
-      return policy.resolve(verified.principalId, verified.expiresAt);
+      const principal = await policy.resolve(verified.principalId, verified.expiresAt);
+      return {
+        ...principal,
+        executionUser: effectiveExecutionUser(principal.executionUser, execUserSettings()),
+      };
     },
     authorize,
     // Through svc-agent the metadata URL names the agent's address (the one the client can reach).
@@ -184,6 +199,7 @@ export async function startDaemon(
     crypter,
     daemonUrl: restBaseUrl,
     logger: logger.child({ component: 'supervisor' }),
+    executionUserOf,
     stopGraceMs: config.stopGraceMs,
     bundledAppsDir: join(config.home, 'apps'),
     // svc-identity is the built-in issuer: never started in external mode.

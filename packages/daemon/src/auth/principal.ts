@@ -12,6 +12,11 @@ export interface Principal {
   readonly permissions: ReadonlySet<Permission>;
   /** `exp` of the token that authenticated this principal, in epoch seconds. */
   readonly expiresAt: number;
+  /**
+   * The OS user this principal's applications, runs and file transfers execute as (CONTRACT §6:
+   * the record's `execution_user`, else `BaseConfig.DefaultExecUser`); undefined = the daemon's user.
+   */
+  readonly executionUser?: string | undefined;
 }
 
 /** Verifies a bearer token and returns the authenticated principal id, or throws SvcError (401/503). */

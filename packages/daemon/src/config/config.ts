@@ -60,6 +60,15 @@ const fileSchema = z
       .partial()
       .strict(),
     stop_grace_seconds: z.number().min(0).max(3600),
+    /** BaseConfig.DefaultExecUser: OS user of principals without an execution_user. */
+    default_exec_user: z
+      .string()
+      .regex(/^[A-Za-z_][A-Za-z0-9_.-]{0,31}$/, 'must be an OS user name')
+      .nullable(),
+    /** BaseConfig.DisableExecUser: everything runs as the daemon's user (execution users ignored). */
+    disable_exec_user: z.boolean(),
+    /** Absolute directories that /svc/file/upload and /download may reach (empty = anywhere allowed). */
+    file_transfer_roots: z.array(z.string().regex(/^\//, 'must be an absolute path')).max(256),
   })
   .partial()
   .strict();
@@ -99,6 +108,12 @@ export interface DaemonConfig {
   tls: { certFile: string; keyFile: string; caFile: string | undefined } | undefined;
   limits: Limits;
   stopGraceMs: number;
+  /** BaseConfig.DefaultExecUser; read through execUserSettings (auth/execution-user.ts). */
+  defaultExecUser: string | undefined;
+  /** BaseConfig.DisableExecUser. */
+  disableExecUser: boolean;
+  /** Allow-list of file transfer directories (api/operations/files.ts); empty = no allow-list. */
+  fileTransferRoots: string[];
 }
 
 export const DEFAULT_LIMITS: Limits = {
@@ -240,5 +255,8 @@ export async function loadConfig(env: NodeJS.ProcessEnv = process.env): Promise<
           },
     limits,
     stopGraceMs: (file.stop_grace_seconds ?? 5) * 1000,
+    defaultExecUser: file.default_exec_user ?? undefined,
+    disableExecUser: file.disable_exec_user ?? false,
+    fileTransferRoots: file.file_transfer_roots ?? [],
   };
 }

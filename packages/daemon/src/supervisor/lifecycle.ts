@@ -36,6 +36,7 @@
 //
 // Concerns that react to transitions (health checks, cgroups, snapshot, events) plug in as hooks.
 import { randomUUID } from 'node:crypto';
+import type { OsIdentity } from '../util/os-user.ts';
 import type { AppDefinition } from '../model/app-definition.ts';
 import type { ExitInfo, ProcessRunner } from './process-runner.ts';
 import { decideExitAction, INITIAL_CRASH_STATE, nextBackoff } from './restart-policy.ts';
@@ -63,6 +64,14 @@ export interface Clock {
   clearTimeout(handle: unknown): void;
 }
 
+/** What the host prepares for a spawn: env (with the injected SVC_* variables), output fd, OS user. */
+export interface PreparedSpawn {
+  env: Record<string, string>;
+  outputFd: number;
+  /** The execution user; undefined = the daemon's own user. */
+  user?: OsIdentity | undefined;
+}
+
 export interface RunningProcess {
   pid: number;
   processUuid: string;
@@ -75,6 +84,8 @@ export interface RunningProcess {
   external?: boolean;
   /** Signal the pid alone on stop: an external process that does not lead its process group. */
   signalPidOnly?: boolean;
+  /** OS user name the process runs as (`pid_user`), when svc started it. */
+  user?: string;
 }
 
 export interface Transient {
@@ -90,7 +101,7 @@ export interface LifecycleHost {
   readonly stopGraceMs: number;
   emit(event: SupervisorEvent): void;
   /** Build the spawn request pieces: env (with the injected SVC_* variables) and the output fd. */
-  prepareSpawn(app: AppLifecycle, processUuid: string): { env: Record<string, string>; outputFd: number };
+  prepareSpawn(app: AppLifecycle, processUuid: string): PreparedSpawn;
   /** Called right after a process was spawned (cgroups, snapshot, health tracking). */
   started(app: AppLifecycle, process: RunningProcess): void;
   /** Called after an exit was recorded and EXIT was published. */
@@ -203,7 +214,7 @@ export class AppLifecycle {
     this.runtime.uuids = [processUuid, ...this.runtime.uuids].slice(0, KEPT_UUIDS);
     this.runtime.starts++;
     this.runtime.lastStartAt = now;
-    let prepared: { env: Record<string, string>; outputFd: number };
+    let prepared: PreparedSpawn;
     try {
       prepared = host.prepareSpawn(this, processUuid);
     } catch (error) {
@@ -227,6 +238,7 @@ export class AppLifecycle {
             ? metadata
             : JSON.stringify(metadata),
       outputFd: prepared.outputFd,
+      user: prepared.user,
     });
     const process: RunningProcess = {
       pid: spawned.pid,
@@ -234,6 +246,7 @@ export class AppLifecycle {
       startedAt: now,
       startTicks: 0,
       adopted: false,
+      ...(prepared.user === undefined ? {} : { user: prepared.user.user }),
     };
     if (spawned.pid > 0) {
       this.process = process;

@@ -1,5 +1,7 @@
 // Authorization records: the caller's principal, roles, permissions and principals (CONTRACT §5–§6, §8).
 import { PERMISSIONS, SvcError, isPermission, type Permission } from '@svc/protocol';
+import { EXECUTION_USER_PATTERN } from '../../auth/policy-store.ts';
+import { lookupOsUser } from '../../util/os-user.ts';
 import { json, parseJsonBody } from '../responses.ts';
 import type { Services } from '../services.ts';
 import type { Operation } from '../types.ts';
@@ -23,6 +25,31 @@ function parsePermissions(body: unknown): Permission[] {
       );
     return value;
   });
+}
+
+/**
+ * Body of POST /svc/principal/{id}: `roles` and/or `execution_user` (App Mesh 3.0's principal
+ * record). A field left out keeps its value; `execution_user: null` or "" removes it. A named
+ * execution user must exist on this host.
+ */
+function parsePrincipalChange(body: unknown): { roles?: string[]; executionUser?: string | null } {
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    throw new SvcError('bad_request', 'body must be {"roles": [<role>...], "execution_user": <OS user>}');
+  const fields = body as { roles?: unknown; execution_user?: unknown };
+  const change: { roles?: string[]; executionUser?: string | null } = {};
+  if (fields.roles !== undefined) change.roles = parseRoles(fields);
+  const user = fields.execution_user;
+  if (user === null || user === '') change.executionUser = null;
+  else if (user !== undefined) {
+    if (typeof user !== 'string' || !EXECUTION_USER_PATTERN.test(user))
+      throw new SvcError('bad_request', 'execution_user: not an OS user name (^[A-Za-z_][A-Za-z0-9_.-]{0,31}$)');
+    if (lookupOsUser(user) === undefined)
+      throw new SvcError('bad_request', `execution_user: no OS user ${user} on this host`);
+    change.executionUser = user;
+  }
+  if (change.roles === undefined && !('executionUser' in change))
+    throw new SvcError('bad_request', 'body must set "roles" and/or "execution_user"');
+  return change;
 }
 
 function parseRoles(body: unknown): string[] {
@@ -114,12 +141,12 @@ export const authzOperations: Operation<Services>[] = [
     method: 'POST',
     path: '/svc/principal/{id}',
     access: { kind: 'permission', permission: 'principal-set' },
-    summary: 'Set the roles of a principal',
+    summary: 'Set the roles and/or the execution_user (OS user its apps, runs and file transfers run as) of a principal',
     jsonBody: true,
     async handle(context) {
       const id = context.params['id']!;
-      const roles = parseRoles(parseJsonBody(context.request.body));
-      return json({ principal_id: id, ...(await context.services.policy.setRoles(id, roles)) });
+      const change = parsePrincipalChange(parseJsonBody(context.request.body));
+      return json({ principal_id: id, ...(await context.services.policy.setPrincipal(id, change)) });
     },
   },
   {
