@@ -14,6 +14,7 @@ import { passwordFlowEnabled, readOidcFile } from '../../identity/src/provider/s
 import { createDispatcher, type Authenticator } from './api/dispatcher.ts';
 import { operations } from './api/operations/index.ts';
 import { Router } from './api/router.ts';
+import { STREAMED_UPLOAD_PATHS } from './api/operations/files.ts';
 import type { Services } from './api/services.ts';
 import type { ApiRequest, ApiResponse } from './api/types.ts';
 import { authorize, wwwAuthenticate } from './auth/authorizer.ts';
@@ -160,7 +161,14 @@ export async function startDaemon(
   );
   const gate = async (request: ApiRequest): Promise<ApiResponse> => (await ready)(request);
 
-  const rest = createRestServer({ tls, dispatch: gate, limits: config.limits, guard, logger });
+  const rest = createRestServer({
+    tls,
+    dispatch: gate,
+    limits: config.limits,
+    guard,
+    logger,
+    streamsBody: (method, path) => method === 'POST' && STREAMED_UPLOAD_PATHS.has(path),
+  });
   // Set once the supervisor is up (below); until then frames still meet the dispatcher's check.
   const upgradeTarget: { check?: (header: string) => void } = {};
   attachWsTransport(rest, {

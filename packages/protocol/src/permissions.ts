@@ -22,6 +22,8 @@ export const PERMISSIONS = [
   'label-delete',
   'config-view',
   'config-set',
+  'file-download',
+  'file-upload',
   // authorization
   'role-view',
   'role-set',

@@ -26,6 +26,11 @@ export interface ApiRequest {
   /** Header names lower-cased. */
   readonly headers: Readonly<Record<string, string>>;
   readonly body: Uint8Array;
+  /**
+   * REST only, for operations whose body is streamed (file upload): the request body, not read yet
+   * (`body` is then empty). Undefined on every other request.
+   */
+  readonly bodyStream?: NodeJS.ReadableStream | undefined;
   readonly transport: TransportKind;
   /** Remote address as seen by the socket (no port). */
   readonly remoteAddress: string;
@@ -38,6 +43,11 @@ export interface ApiResponse {
   /** Content type; `application/json` unless stated. */
   contentType: string;
   body: Uint8Array;
+  /**
+   * REST only (file download): the body as a stream, sent after the headers instead of `body`;
+   * `headers['content-length']` says its length. Operations never return it on TCP or WSS.
+   */
+  stream?: NodeJS.ReadableStream | undefined;
 }
 
 export type Access =

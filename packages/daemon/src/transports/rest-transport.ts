@@ -3,10 +3,11 @@
 import { createServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import { pipeline } from 'node:stream/promises';
 import { SvcError } from '@svc/protocol';
 import type { Dispatch } from '../api/dispatcher.ts';
 import { errorResponse } from '../api/responses.ts';
-import type { ApiResponse } from '../api/types.ts';
+import type { ApiRequest, ApiResponse } from '../api/types.ts';
 import type { Limits } from '../config/config.ts';
 import type { Logger } from '../log/logger.ts';
 import type { TlsMaterial } from '../tls/certificates.ts';
@@ -19,6 +20,11 @@ export interface RestTransportOptions {
   limits: Limits;
   guard: ConnectionGuard;
   logger: Logger;
+  /**
+   * Requests whose body the operation streams (file upload): the transport hands the unread body
+   * over as `bodyStream` instead of buffering it (and applies no body-size limit to it).
+   */
+  streamsBody?: (method: string, path: string) => boolean;
 }
 
 const METHODS = new Set(['GET', 'PUT', 'POST', 'DELETE']);
@@ -71,7 +77,7 @@ export function createRestServer(options: RestTransportOptions): Server {
   // `Expect: 100-continue` (curl sends it for large bodies): refuse an oversized body before the
   // client sends it; otherwise let the body come and handle the request as usual.
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
-    if (Number(req.headers['content-length'] ?? 0) > limits.maxBodyBytes) {
+    if (Number(req.headers['content-length'] ?? 0) > limits.maxBodyBytes && !streamed(req)) {
       send(res, tooLarge(limits.maxBodyBytes));
       return;
     }
@@ -88,6 +94,16 @@ export function createRestServer(options: RestTransportOptions): Server {
     });
   });
 
+  /** A streamed-body request (not when forwarded: the forwarder sends a buffered body on). */
+  function streamed(req: IncomingMessage): boolean {
+    if (options.streamsBody === undefined || req.headers['x-target-host'] !== undefined) return false;
+    try {
+      return options.streamsBody(req.method ?? 'GET', splitTarget(req.url ?? '/').path);
+    } catch {
+      return false;
+    }
+  }
+
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const method = req.method ?? 'GET';
     if (!METHODS.has(method)) {
@@ -101,6 +117,14 @@ export function createRestServer(options: RestTransportOptions): Server {
     } catch (error) {
       req.resume();
       send(res, errorResponse(error as SvcError));
+      return;
+    }
+    if (streamed(req)) {
+      const response = await dispatch({ ...requestOf(req, method, target), bodyStream: req });
+      await respond(res, response);
+      // Refused before the body was read (401, 403, 400): discard the rest, bounded by the request
+      // timeout, so that the client can read the answer.
+      if (!req.readableEnded) req.resume();
       return;
     }
     const declared = Number(req.headers['content-length'] ?? 0);
@@ -117,24 +141,28 @@ export function createRestServer(options: RestTransportOptions): Server {
       send(res, tooLarge(limits.maxBodyBytes));
       return;
     }
-    const headers: Record<string, string> = {};
-    for (const [key, value] of Object.entries(req.headers)) {
-      if (value !== undefined) headers[key] = Array.isArray(value) ? value.join(', ') : value;
-    }
-    const response = await dispatch({
-      method,
-      path: target.path,
-      query: target.query,
-      headers,
-      body,
-      transport: 'rest',
-      remoteAddress: req.socket.remoteAddress ?? 'unknown',
-      connection: undefined,
-    });
-    send(res, response);
+    const response = await dispatch({ ...requestOf(req, method, target), body });
+    await respond(res, response);
   }
 
   return server;
+}
+
+function requestOf(req: IncomingMessage, method: string, target: ReturnType<typeof splitTarget>): ApiRequest {
+  const headers: Record<string, string> = {};
+  for (const [key, value] of Object.entries(req.headers)) {
+    if (value !== undefined) headers[key] = Array.isArray(value) ? value.join(', ') : value;
+  }
+  return {
+    method,
+    path: target.path,
+    query: target.query,
+    headers,
+    body: new Uint8Array(0),
+    transport: 'rest',
+    remoteAddress: req.socket.remoteAddress ?? 'unknown',
+    connection: undefined,
+  };
 }
 
 function tooLarge(limit: number): ApiResponse {
@@ -184,4 +212,25 @@ function send(res: ServerResponse, response: ApiResponse): void {
   };
   res.writeHead(response.status, headers);
   res.end(response.body);
+}
+
+/** `send`, or for a streamed body (file download) the headers and then the stream. */
+async function respond(res: ServerResponse, response: ApiResponse): Promise<void> {
+  const stream = response.stream;
+  if (stream === undefined || res.headersSent) {
+    send(res, response);
+    return;
+  }
+  const headers: Record<string, string> = {
+    ...response.headers,
+    'content-type': response.contentType,
+    'x-content-type-options': 'nosniff',
+    'cache-control': 'no-store',
+  };
+  res.writeHead(response.status, headers);
+  try {
+    await pipeline(stream, res);
+  } catch {
+    res.destroy(); // the client left or the source failed: the content-length shows the cut
+  }
 }
