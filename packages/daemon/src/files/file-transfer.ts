@@ -45,7 +45,7 @@ stat -c '%s %a %U %G' -- "$target"
 `;
 
 const DOWNLOAD_SCRIPT = `
-exec 3< "$1" || exit 10
+command exec 3< "$1" || exit 10
 meta=$(stat -L -c '%s %a %U %G %F' /dev/fd/3) || exit 11
 case "$meta" in *' regular file') ;; *) exit 12 ;; esac
 printf '%s\\n' "$meta"

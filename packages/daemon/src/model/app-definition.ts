@@ -120,6 +120,7 @@ export const SECRET_MASK = '******';
 /** Fields of the API's app view that clients may echo back on PUT; they are ignored. */
 export const RUNTIME_FIELDS: readonly string[] = [
   'process_uuid',
+  'pid_user',
   'return_code',
   'health',
   'memory',

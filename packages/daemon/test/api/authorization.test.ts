@@ -1,6 +1,9 @@
 // Every endpoint × every role × REST and TCP, against a real daemon, with the expectation written
 // from CONTRACT §5–§6 (not read from the daemon's own table): allowed, 403 (authenticated, not
 // permitted) or 401. WSS shares the dispatcher with TCP (see same-over-transports.test.ts).
+import { rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BUILTIN_ROLES, type Permission } from '@svc/protocol';
 import {
@@ -14,6 +17,7 @@ import {
 import { operations } from '../../src/api/operations/index.ts';
 
 let daemon: TestDaemon;
+const MATRIX_FILE = join(tmpdir(), `svc-authz-matrix-${process.pid}.txt`);
 beforeAll(async () => {
   daemon = await startTestDaemon();
   const admin = await daemon.token('admin');
@@ -31,6 +35,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await daemon?.close();
+  await rm(MATRIX_FILE, { force: true });
 });
 
 function has(role: TestRole, permission: Permission): boolean {
@@ -153,6 +158,20 @@ const ROWS: Row[] = [
   { method: 'DELETE', path: '/svc/app/admin-app/task', rule: 'app-run-task' },
   { method: 'GET', path: '/svc/app/admin-app/task', rule: 'process-key' },
   { method: 'PUT', path: '/svc/app/admin-app/task', rule: 'process-key', options: { rawBody: 'result' } },
+  // File transfer: every role that may, writes one scratch file (removed in afterAll) and reads a
+  // file every host has; /ws are the data-channel aliases of App Mesh 3.0's WSS clients.
+  ...(['/svc/file/upload', '/svc/file/upload/ws'] as const).map((path): Row => ({
+    method: 'POST',
+    path,
+    rule: 'file-upload',
+    options: { rawBody: 'matrix', headers: { 'x-file-path': encodeURIComponent(MATRIX_FILE) } },
+  })),
+  ...(['/svc/file/download', '/svc/file/download/ws'] as const).map((path): Row => ({
+    method: 'GET',
+    path,
+    rule: 'file-download',
+    options: { headers: { 'x-file-path': encodeURIComponent('/etc/hostname') } },
+  })),
   // Metrics: the agent's process key only (packages/agent/test/proxy.test.ts tests the key itself).
   { method: 'GET', path: '/svc/metrics', rule: 'agent-key' },
   // DELETE: the owner needs no permission; others need app-delete and app-manage-all.

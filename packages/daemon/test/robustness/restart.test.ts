@@ -166,6 +166,7 @@ function definitionOf(app: AppView): Record<string, unknown> {
   const runtime = new Set([
     'state',
     'pid',
+    'pid_user',
     'process_uuid',
     'return_code',
     'health',
