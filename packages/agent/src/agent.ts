@@ -15,6 +15,13 @@ import { SvcError } from '@svc/protocol';
 import { createProxyServer } from 'http-proxy-3';
 import type { Limits } from '../../daemon/src/config/config.ts';
 import type { TlsMaterial } from '../../daemon/src/tls/certificates.ts';
+import { isLoopbackAddress, PROCESS_KEY_HEADER } from '../../daemon/src/tasks/worker-auth.ts';
+import { AGENT_KEY_HEADER } from '../../daemon/src/transports/agent-relay.ts';
+import {
+  answerClientError,
+  closeIdleHttpConnections,
+  guardTlsServer,
+} from '../../daemon/src/transports/connection-deadlines.ts';
 import { ConnectionGuard } from '../../daemon/src/transports/connection-guard.ts';
 import { createBoundedHttpsServer } from '../../daemon/src/transports/rest-transport.ts';
 import type { AgentMetrics } from './metrics.ts';
@@ -87,10 +94,13 @@ function refuseUpgrade(socket: Duplex, error: SvcError): void {
 
 /**
  * The remote address the agent vouches for (any X-Forwarded-For a client sent is replaced, not
- * extended), and the address the client used, so that svcd's RFC 9728 metadata and challenges name
- * the agent rather than the daemon's own port.
+ * extended), proven to svcd by the agent's own process key in X-Svc-Agent-Key (a client's copy of
+ * that header is always replaced or removed), and the address the client used, so that svcd's
+ * RFC 9728 metadata and challenges name the agent rather than the daemon's own port.
  */
-function markForwarded(req: IncomingMessage): void {
+function markForwarded(req: IncomingMessage, agentKey: string | undefined): void {
+  if (agentKey === undefined || agentKey === '') delete req.headers[AGENT_KEY_HEADER];
+  else req.headers[AGENT_KEY_HEADER] = agentKey;
   req.headers['x-forwarded-for'] = req.socket.remoteAddress ?? 'unknown';
   req.headers['x-forwarded-proto'] = 'https';
   if (req.headers.host !== undefined) req.headers['x-forwarded-host'] = req.headers.host;
@@ -161,34 +171,21 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
 
   const server = createBoundedHttpsServer(options.tls, limits);
   const sockets = new Set<Socket>();
+  // Counted from accept (the guard), TLS failures and handshake timeouts destroyed, idle closed.
+  guardTlsServer(server, { guard, listener: 'agent', log });
   server.on('connection', (socket: Socket) => {
-    const release = guard.admit(socket.remoteAddress ?? 'unknown');
-    if (release === undefined) {
-      log('warn', 'connection refused: too many connections', { remote: socket.remoteAddress });
-      socket.destroy();
-      return;
-    }
+    if (socket.destroyed) return; // refused by the guard
     sockets.add(socket);
     metrics?.connections.inc();
     socket.once('close', () => {
-      release();
       sockets.delete(socket);
       metrics?.connections.dec();
     });
   });
-  server.on('clientError', (error, socket) => {
-    const code = (error as NodeJS.ErrnoException).code;
-    log('debug', 'malformed or timed-out HTTP request', { error: code ?? error.message });
-    const [status, reason] =
-      code === 'HPE_HEADER_OVERFLOW'
-        ? [431, 'Request Header Fields Too Large']
-        : code === 'ERR_HTTP_REQUEST_TIMEOUT'
-          ? [408, 'Request Timeout']
-          : [400, 'Bad Request'];
-    if (socket.writable)
-      socket.end(`HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
-    else socket.destroy();
-  });
+  server.on('clientError', (error: Error & { code?: string }, socket: Duplex) =>
+    answerClientError(error, socket, log),
+  );
+  closeIdleHttpConnections(server, limits.idleTimeoutMs);
 
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
     const route = routeOf(req.method ?? 'GET', req.url ?? '/');
@@ -209,7 +206,14 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
         req.resume();
         throw new SvcError('payload_too_large', `request body exceeds ${limits.maxBodyBytes} bytes`);
       }
-      markForwarded(req);
+      // A process key is relayed only for a client on this host (svcd checks the relayed address too).
+      if (req.headers[PROCESS_KEY_HEADER] !== undefined && !isLoopbackAddress(req.socket.remoteAddress ?? ''))
+        throw new SvcError(
+          'process_key_transport',
+          'a process key is accepted only from this host; svc-agent does not relay it from another address',
+        );
+      // The agent's key goes to svcd only, never to the issuer.
+      markForwarded(req, route.to === 'daemon' ? options.processKey : undefined);
       if (route.to === 'daemon') {
         daemonProxy.web(req, res);
         return;
@@ -236,7 +240,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
       return;
     }
     metrics?.requests.inc({ upstream: 'daemon', transport: 'wss', status: 'upgrade' });
-    markForwarded(req);
+    markForwarded(req, options.processKey);
     daemonProxy.ws(req, socket, head);
   });
 

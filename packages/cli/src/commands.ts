@@ -58,7 +58,7 @@ function print(ctx: Context, value: unknown, fallback: 'json' | 'yaml' = 'yaml')
 
 function state(app: App): string {
   if (app['pid'] !== undefined && app['pid'] !== null && app['pid'] !== 0) return 'running';
-  return app['status'] === 0 ? 'disabled' : 'stopped';
+  return app['enabled'] === false ? 'disabled' : 'stopped';
 }
 
 export async function ls(ctx: Context): Promise<number> {
@@ -84,7 +84,7 @@ export async function ls(ctx: Context): Promise<number> {
       ];
       if (format === 'wide')
         row.push(
-          cell(app['owner']),
+          cell(app['owner_display_name'] ?? app['owner_principal_id']),
           app['health'] === 0 ? 'ok' : app['health'] === 1 ? 'failing' : cell(app['health']),
           cell(app['memory']),
           cell(app['cpu']),
@@ -134,8 +134,11 @@ export async function definition(ctx: Context): Promise<App> {
   set('description', str(v, 'description'));
   set('health_check_cmd', str(v, 'health-check'));
   set('metadata', str(v, 'metadata'));
-  set('start_interval_seconds', str(v, 'interval'));
-  if (v['disabled'] === true) app['status'] = 0;
+  // --interval takes a duration or a cron expression (which has spaces, or is like @daily).
+  const interval = str(v, 'interval');
+  if (interval !== undefined)
+    app[/\s|^@/.test(interval.trim()) ? 'cron_schedule' : 'interval'] = interval.trim();
+  if (v['disabled'] === true) app['enabled'] = false;
   const exit = str(v, 'exit');
   if (exit !== undefined) app['behavior'] = { ...(app['behavior'] as object | undefined), exit };
   const env = list(v, 'env');

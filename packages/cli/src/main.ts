@@ -6,6 +6,7 @@ import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
 import { accessToken, credentials, isDesktop, login, type LoginMethod } from './auth.ts';
 import * as commands from './commands.ts';
 import { completion } from './completion.ts';
+import { stopDaemon } from './daemon-control.ts';
 import { CliError, EXIT } from './errors.ts';
 import { relative, structured } from './format.ts';
 import { Api } from './rest.ts';
@@ -109,6 +110,12 @@ export const COMMANDS: Record<string, CommandSpec> = {
   principal: {
     summary: 'show the caller (or list, set, remove principals)',
     usage: 'svc principal [ls | set <id> <role>… | rm <id>]',
+  },
+  daemon: {
+    summary: 'stop the local svcd (with --all: and every process it supervises)',
+    usage: 'svc daemon stop [--all]   (the svcd of $SVC_HOME; SVC_HOME defaults to the install root)',
+    options: { all: { type: 'boolean' } },
+    anonymous: true,
   },
   completion: {
     summary: 'print a shell completion script',
@@ -243,6 +250,7 @@ async function dispatch(argv: string[], ui: Ui, signal: AbortSignal): Promise<nu
     ui.out(completion(args[0], COMMANDS));
     return EXIT.ok;
   }
+  if (name === 'daemon') return daemonCommand(ui, values, args);
 
   const explicitServer = values['host'] as string | undefined;
   const creds = credentials(explicitServer);
@@ -316,6 +324,27 @@ async function dispatch(argv: string[], ui: Ui, signal: AbortSignal): Promise<nu
       return commands.principal(ctx);
   }
   throw new CliError(`unknown command "${name}"`, EXIT.usage);
+}
+
+/** How long `svc daemon stop` waits after SIGTERM before SIGKILL, per step. */
+const STOP_GRACE_MS = 10_000;
+
+async function daemonCommand(ui: Ui, values: commands.Values, args: string[]): Promise<number> {
+  if (args[0] !== 'stop' || args.length !== 1)
+    throw new CliError('expected `svc daemon stop [--all]`', EXIT.usage);
+  const home = resolve(process.env['SVC_HOME'] || INSTALL_ROOT);
+  const all = values['all'] === true;
+  const report = await stopDaemon(home, { all, graceMs: STOP_GRACE_MS });
+  if (report.daemon === undefined) ui.info(`svcd is not running (home ${home}).`);
+  else ui.info(`svcd (pid ${report.daemon.pid}) stopped.`);
+  if (all)
+    ui.info(
+      report.apps.length === 0
+        ? 'No supervised process was running.'
+        : `Stopped ${report.apps.length} supervised application(s): ${report.apps.join(', ')}.`,
+    );
+  else ui.info('Managed processes keep running; `svc daemon stop --all` stops them too.');
+  return EXIT.ok;
 }
 
 async function loginCommand(api: Api, ui: Ui, values: commands.Values, signal: AbortSignal): Promise<number> {

@@ -107,7 +107,7 @@ describe('svc with SVC_BEARER_TOKEN against a real daemon', () => {
     const disabled = await run(['disable', 'cli-flags']);
     expect(disabled.stdout).toContain('application/cli-flags disabled');
     const yaml = await run(['view', 'cli-flags', '-o', 'yaml']);
-    expect(yaml.stdout).toMatch(/^status: 0$/m);
+    expect(yaml.stdout).toMatch(/^enabled: false$/m);
     expect((await run(['rm', 'cli-flags'])).code).toBe(0);
   });
 

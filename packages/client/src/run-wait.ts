@@ -5,6 +5,9 @@
 //   5 outcome: exit code (may be negative) │ AppRemovedError │ TransportDisconnectedError │ null
 //   6 cleanup: unsubscribe best-effort (not on a dead transport); delete the transient app
 //     best-effort ONLY after an observed exit (never after REMOVED or a disconnect)
+//
+// Deleting a running app publishes REMOVED and no EXIT for the process the delete stops, so an
+// EXIT is an exit and a REMOVED is a removal: no confirming round trip.
 import { AppRemovedError, ApiError, SvcClientError, TransportDisconnectedError } from './errors.ts';
 import type { SvcClient } from './client.ts';
 import { isPersistent, type PersistentTransport } from './transport.ts';
@@ -64,7 +67,6 @@ export async function waitForAsyncRun(
 
   // Events that arrive during the backfill wait for it, then apply in order.
   let backfilled = false;
-  let removedSeen = false;
   const early: SubscriptionEvent[] = [];
   const apply = (event: SubscriptionEvent): void => {
     switch (event.event_type) {
@@ -82,7 +84,6 @@ export async function waitForAsyncRun(
         return;
       }
       case 'REMOVED':
-        removedSeen = true;
         settle({ kind: 'removed' });
         return;
       case '__disconnected__':
@@ -141,10 +142,6 @@ export async function waitForAsyncRun(
     // Step 4.
     const result = await outcome;
     // Steps 5 and 6.
-    if (result.kind === 'exit' && (await removedAfterExit())) {
-      await bestEffortUnsubscribe();
-      throw new AppRemovedError(run.name);
-    }
     switch (result.kind) {
       case 'exit':
         await bestEffortUnsubscribe();
@@ -171,22 +168,6 @@ export async function waitForAsyncRun(
     throw error;
   } finally {
     if (timer !== undefined) clearTimeout(timer);
-  }
-
-  /**
-   * Deleting a running app stops its process first: the daemon sends EXIT, then REMOVED. So an
-   * EXIT is confirmed by one round trip on the same connection: the daemon emits REMOVED before
-   * it reads a request sent after the EXIT arrived, and answers after pushing it. A REMOVED seen by
-   * then, or a 404, means the app was removed (no delete attempt follows); otherwise the exit stands.
-   */
-  async function removedAfterExit(): Promise<boolean> {
-    try {
-      await client.getApplication(run.name);
-    } catch (error) {
-      if (error instanceof ApiError && error.code === 'app_not_found') return true;
-      throw error;
-    }
-    return removedSeen;
   }
 
   async function bestEffortUnsubscribe(): Promise<void> {

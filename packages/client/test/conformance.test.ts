@@ -181,12 +181,15 @@ describe.each([['tcp'], ['wss']] as const)('conformance over %s', (kind) => {
       const run = await client.run({ command: 'sleep 300', shell: true });
       const subscribed = onSubscribed(client);
       const remove = vi.spyOn(client, 'deleteApplication');
+      const confirm = vi.spyOn(client, 'getApplication');
       // The handler is attached at once: the rejection may come before the delete call returns.
       const wait = client.waitForAsyncRun(run, { timeoutMs: 30_000 }).catch((error: unknown) => error);
       await subscribed;
       await other.deleteApplication(run.name);
       expect(await wait).toBeInstanceOf(AppRemovedError);
       expect(remove).not.toHaveBeenCalled();
+      // The daemon publishes REMOVED and no EXIT for the process the delete stops: no round trip.
+      expect(confirm).not.toHaveBeenCalled();
     } finally {
       await other.close();
       await client.close();

@@ -1,8 +1,14 @@
 // The demultiplexer over a real TLS socket to a scripted server: the timing-sensitive parts of the
 // contract (S1, S2, S4, S5, S7 at the transport level), the 1 GiB bound and callback isolation.
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { FrameError, HEADER_SIZE, MAGIC, type Request } from '@svc/protocol';
-import { SvcClient, TcpTransport, TransportDisconnectedError, type SubscriptionEvent } from '../src/index.ts';
+import { FrameError, HEADER_SIZE, MAGIC, type Request, type Response } from '@svc/protocol';
+import {
+  AppRemovedError,
+  SvcClient,
+  TcpTransport,
+  TransportDisconnectedError,
+  type SubscriptionEvent,
+} from '../src/index.ts';
 import {
   frame as framed,
   push,
@@ -202,5 +208,44 @@ describe('client demultiplexer against a scripted TCP server', () => {
     expect((error as Error).cause).toBeInstanceOf(FrameError);
     expect(((error as Error).cause as FrameError).reason).toBe('too_large');
     await transport.closed;
+  });
+});
+
+describe('run-wait against a scripted TCP server (REMOVED and no EXIT on delete)', () => {
+  const run = { name: 'job-run-1', process_uuid: 'uuid-1' };
+
+  /** Answers the run-wait's requests; `after` pushes an event once the backfill read was answered. */
+  function script(after: Response): string[] {
+    const seen: string[] = [];
+    server.onRequest = (request, conn) => {
+      seen.push(`${request.http_method} ${request.request_uri}`);
+      if (request.request_uri.endsWith('/subscribe') && request.http_method === 'POST') {
+        conn.send(response(request, 200, { subscription_id: 'r1', app_name: run.name, events: [] }));
+      } else if (request.request_uri.endsWith('/output')) {
+        conn.send({
+          ...response(request, 200, ''),
+          body: Buffer.alloc(0),
+          headers: { 'X-Output-Position': '0' },
+        });
+        conn.send(after);
+      } else {
+        conn.send(response(request, 200, {}));
+      }
+    };
+    return seen;
+  }
+
+  it('reports an EXIT as it arrives: no GET of the app confirms it, the app is deleted after', async () => {
+    const seen = script(push('r1', 1, 'EXIT', { exit_code: 7, process_uuid: run.process_uuid }));
+    await expect(client.waitForAsyncRun(run)).resolves.toBe(7);
+    expect(seen).not.toContain(`GET /svc/app/${run.name}`);
+    expect(seen).toContain(`DELETE /svc/app/${run.name}`);
+  });
+
+  it('REMOVED is the removal: AppRemovedError, no delete attempt', async () => {
+    const seen = script(push('r1', 1, 'REMOVED'));
+    await expect(client.waitForAsyncRun(run)).rejects.toBeInstanceOf(AppRemovedError);
+    expect(seen.filter((line) => line.startsWith('DELETE /svc/app/'))).toEqual([]);
+    expect(seen).not.toContain(`GET /svc/app/${run.name}`);
   });
 });

@@ -14,7 +14,13 @@ try {
   const stop = (signal: string): void => {
     daemon.logger.info('signal received', { signal });
     daemon.close().then(
-      () => process.exit(0),
+      () => {
+        process.stderr.write(
+          `svcd stopped. Managed processes and system applications (identity provider, agent, admin UI) keep running; the next svcd re-attaches to them.\n` +
+            `To stop svcd and everything it supervises: SVC_HOME=${config.home} npx svc daemon stop --all\n`,
+        );
+        process.exit(0);
+      },
       (error: unknown) => {
         process.stderr.write(
           `svcd: shutdown failed: ${error instanceof Error ? error.message : String(error)}\n`,

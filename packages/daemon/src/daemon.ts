@@ -3,7 +3,7 @@
 // first so that ephemeral ports are known before managed processes receive SVC_DAEMON_URL;
 // requests that arrive before the supervisor is ready wait for it.
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdir, readFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, rm } from 'node:fs/promises';
 import type { Server as HttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
@@ -12,6 +12,8 @@ import { dirname, join } from 'node:path';
 import { bootstrapCredentials, loadCredentials } from '../../identity/src/credentials/bootstrap.ts';
 import { passwordFlowEnabled, readOidcFile } from '../../identity/src/provider/settings.ts';
 import { createDispatcher, type Authenticator } from './api/dispatcher.ts';
+import { METRICS_READER_APP as AGENT_APP } from './api/operations/metrics.ts';
+import { createPreflight, type Preflight } from './api/preflight.ts';
 import { operations } from './api/operations/index.ts';
 import { Router } from './api/router.ts';
 import { STREAMED_UPLOAD_PATHS } from './api/operations/files.ts';
@@ -39,6 +41,7 @@ import { createRestServer } from './transports/rest-transport.ts';
 import { createTcpServer } from './transports/tcp-transport.ts';
 import { attachWsTransport } from './transports/ws-transport.ts';
 import { writeFileAtomic } from './util/atomic-file.ts';
+import { readProcStat } from './supervisor/proc-stats.ts';
 
 export interface RunningDaemon {
   readonly config: DaemonConfig;
@@ -92,6 +95,7 @@ export async function startDaemon(
     await mkdir(join(work, dir), { recursive: true, mode: 0o700 });
   const logger = createLogger({
     file: join(work, 'server.log'),
+    maxFileBytes: config.limits.logMaxBytes,
     level: config.logLevel,
     stderr: options.logToStderr ?? false,
   });
@@ -160,13 +164,20 @@ export async function startDaemon(
     (resolve) => (resolveReady = resolve),
   );
   const gate = async (request: ApiRequest): Promise<ApiResponse> => (await ready)(request);
+  let resolvePreflight!: (preflight: Preflight) => void;
+  const preflightReady = new Promise<Preflight>((resolve) => (resolvePreflight = resolve));
+  // svc-agent proves a relayed request with its own process key (transports/agent-relay.ts).
+  const agentKey: { check?: (key: string) => boolean } = {};
+  const checkAgentKey = (key: string): boolean => agentKey.check?.(key) ?? false;
 
-  const rest = createRestServer({
+  const { server: rest, guarded: restGuarded } = createRestServer({
     tls,
     dispatch: gate,
+    preflight: async (request) => (await preflightReady)(request),
     limits: config.limits,
     guard,
     logger,
+    checkAgentKey,
     streamsBody: (method, path) => method === 'POST' && STREAMED_UPLOAD_PATHS.has(path),
   });
   // Set once the supervisor is up (below); until then frames still meet the dispatcher's check.
@@ -177,6 +188,8 @@ export async function startDaemon(
     limits: config.limits,
     logger,
     checkTargetHost: (header) => upgradeTarget.check?.(header),
+    checkAgentKey,
+    guarded: restGuarded,
   });
   const tcp = createTcpServer({ tls, dispatch: gate, limits: config.limits, guard, logger });
   // Every accepted socket of both listeners (HTTP, upgraded WSS, TCP), so that close() can end them:
@@ -209,7 +222,8 @@ export async function startDaemon(
     logger: logger.child({ component: 'supervisor' }),
     executionUserOf,
     stopGraceMs: config.stopGraceMs,
-    bundledAppsDir: join(config.home, 'apps'),
+    outputMaxBytes: config.outputMaxBytes,
+    bundledAppsDir: config.systemAppsDir,
     // svc-identity is the built-in issuer: never started in external mode.
     skipBundled: (name) => name === 'identity' && config.authMode !== 'builtin',
     // Bundled programs get the daemon's settings and run on the daemon's own Node (`node` on PATH).
@@ -256,11 +270,19 @@ export async function startDaemon(
   const forwarder = await createForwarder({ config, tls, tcpPort: () => tcpPort, logger });
   upgradeTarget.check = (header) => forwarder.checkUpgradeTarget(header);
   const dispatch = createDispatcher({ router, services, auth, logger, forwarder });
+  agentKey.check = (key) => supervisor.verifyProcessKey(AGENT_APP, key) === 'ok';
+  resolvePreflight(createPreflight(router, auth));
   resolveReady(metrics === undefined ? dispatch : metrics.instrument(router, dispatch));
 
   const portsFile = new PortsFile(work);
   await portsFile.set('rest', restPort);
   await portsFile.set('tcp', tcpPort);
+  // Who this daemon is, for `svc daemon stop` (pid + start time: a reused pid never matches).
+  const pidFile = join(work, 'svcd.pid');
+  await writeFileAtomic(
+    pidFile,
+    JSON.stringify({ pid: process.pid, start_ticks: readProcStat(process.pid)?.startTicks ?? 0 }) + '\n',
+  );
   const stopPortsMerge =
     config.authMode === 'builtin'
       ? portsFile.mergeFrom('identity', (ports) => {
@@ -314,6 +336,7 @@ export async function startDaemon(
           stopAgentPortsMerge();
         });
         await step('detach supervisor', () => supervisor.detach());
+        await step('remove pid file', () => rm(pidFile, { force: true }));
         await logger.close();
       })();
       return closing;

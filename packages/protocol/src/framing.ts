@@ -74,6 +74,12 @@ export interface FrameDecoderOptions {
   maxBodyBytes?: number;
 }
 
+function checkedBound(max: number): number {
+  if (!Number.isSafeInteger(max) || max < 0 || max > MAX_LENGTH_FIELD)
+    throw new RangeError(`maxBodyBytes must be an integer in [0, ${MAX_LENGTH_FIELD}], got ${max}`);
+  return max;
+}
+
 /**
  * Incremental decoder for a byte stream of frames. Feed it every chunk read from the socket; it
  * returns each complete body once. Chunks are kept in a list and joined only when a frame is
@@ -83,7 +89,7 @@ export interface FrameDecoderOptions {
  * After a FrameError the decoder is dead: the stream position is lost, the connection must close.
  */
 export class FrameDecoder {
-  readonly maxBodyBytes: number;
+  #maxBodyBytes: number;
   #chunks: Buffer[] = [];
   /** Read offset into #chunks[0]. */
   #offset = 0;
@@ -94,11 +100,16 @@ export class FrameDecoder {
   #failure: FrameError | undefined;
 
   constructor(options: FrameDecoderOptions = {}) {
-    const max = options.maxBodyBytes ?? DAEMON_MAX_BODY_BYTES;
-    if (!Number.isSafeInteger(max) || max < 0 || max > MAX_LENGTH_FIELD) {
-      throw new RangeError(`maxBodyBytes must be an integer in [0, ${MAX_LENGTH_FIELD}], got ${max}`);
-    }
-    this.maxBodyBytes = max;
+    this.#maxBodyBytes = checkedBound(options.maxBodyBytes ?? DAEMON_MAX_BODY_BYTES);
+  }
+
+  /** The bound checked against each header read from now on (a daemon raises it once the peer authenticated). */
+  get maxBodyBytes(): number {
+    return this.#maxBodyBytes;
+  }
+
+  set maxBodyBytes(max: number) {
+    this.#maxBodyBytes = checkedBound(max);
   }
 
   /** Bytes received but not yet returned as a body, header bytes included. Non-zero at end of stream = truncated. */

@@ -6,7 +6,8 @@ import { stringify } from 'yaml';
 /** Names the daemon accepts for apps, roles and label keys. */
 export const validName: fc.Arbitrary<string> = fc
   .stringMatching(/^[A-Za-z0-9_.-]{1,40}$/)
-  .filter((n) => n !== '.' && n !== '..');
+  // '.tmp-' and '.pool-' are reserved for svc's own files (400 invalid_name).
+  .filter((n) => n !== '.' && n !== '..' && !n.startsWith('.tmp-') && !n.startsWith('.pool-'));
 
 const envName = fc.stringMatching(/^[A-Za-z_][A-Za-z0-9_]{0,20}$/);
 const text = fc.string({ maxLength: 60 });
@@ -20,14 +21,16 @@ export const validAppBody: fc.Arbitrary<Record<string, unknown>> = fc
       command: oneLine.filter((c) => c.trim() !== ''),
       description: text,
       env: fc.dictionary(envName, text, { maxKeys: 4 }),
-      sec_env: fc.dictionary(
+      secret_env: fc.dictionary(
         envName,
         text.filter((v) => v !== '******'),
         { maxKeys: 3 },
       ),
-      status: fc.constantFrom(0, 1),
-      stdout_cache_num: fc.integer({ min: 0, max: 100 }),
-      start_interval_seconds: fc.integer({ min: 1, max: 86_400 }),
+      enabled: fc.boolean(),
+      stdout_backup_count: fc.integer({ min: 0, max: 100 }),
+      interval: fc.integer({ min: 1, max: 86_400 }),
+      stop_grace_period: fc.oneof(fc.integer({ min: 0, max: 600 }), fc.constantFrom('PT10S', 'PT1M')),
+      permission: fc.constantFrom(11, 21, 22, 33),
       behavior: fc.record({ exit: fc.constantFrom('standby', 'restart', 'keepalive', 'remove') }),
       metadata: fc.dictionary(fc.string({ maxLength: 8 }), fc.oneof(text, fc.integer(), fc.boolean()), {
         maxKeys: 4,
@@ -44,21 +47,32 @@ const APP_KEYS = [
   'description',
   'working_dir',
   'env',
-  'sec_env',
+  'session_login',
+  'secret_env',
   'metadata',
-  'status',
+  'enabled',
   'health_check_cmd',
-  'stdout_cache_num',
+  'stdout_backup_count',
   'start_time',
   'end_time',
-  'start_interval_seconds',
-  'cron',
+  'interval',
+  'cron_schedule',
   'daily_limitation',
+  'stop_grace_period',
+  'depends_on',
   'resource_limit',
   'behavior',
-  'retention',
   'permission',
   'pid',
+  'docker_image',
+  'owner_principal_id',
+  // the names before App Mesh 3.0's, still accepted as aliases
+  'sec_env',
+  'status',
+  'stdout_cache_num',
+  'start_interval_seconds',
+  'cron',
+  'retention',
   'owner',
   'system',
   'register_time',
@@ -124,7 +138,9 @@ export const hostileYaml: fc.Arbitrary<string> = fc.oneof(
         '...\n',
         'key: "unterminated\n',
         '  indented: 1\n',
+        'secret_env: {A: enc:v1:bogus}\n',
         'sec_env: {A: enc:v1:bogus}\n',
+        'depends_on: [a, a, ../x]\n',
         'env: {A: 1}\n',
         'name: a\nname: b\n',
         '? complex\n: key\n',

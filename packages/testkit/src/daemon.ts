@@ -18,6 +18,11 @@ const SVCD_NODE_FLAGS = ((): string[] => {
   return words.slice(words.indexOf('node') + 1);
 })();
 
+/** The command line that runs svcd as `npx svcd` does (this Node, the launcher's flags). */
+export function svcdCommand(): string[] {
+  return [process.execPath, ...SVCD_NODE_FLAGS, SVCD];
+}
+
 /** Test principals, one per built-in role, plus one with no record and one tombstoned. */
 export const TEST_PRINCIPALS = {
   admin: { sub: 'test-admin', roles: ['svc-admin'] },
@@ -62,6 +67,8 @@ export interface TestDaemonOptions {
    * default: a test daemon runs only the system apps its test asks for.
    */
   agent?: boolean;
+  /** More principals for work/auth/policy.yaml (id -> roles), besides TEST_PRINCIPALS. */
+  principals?: Record<string, readonly string[]>;
 }
 
 export interface TestDaemon extends AsyncDisposable {
@@ -73,6 +80,8 @@ export interface TestDaemon extends AsyncDisposable {
   readonly tcpPort: number;
   readonly ca: string;
   readonly pid: number;
+  /** Settles with svcd's exit code (null after a signal) when the daemon process ends, for whatever reason. */
+  readonly exited: Promise<number | null>;
   /** work/ports.json as it is now (every bound listener by name, CONTRACT §3). */
   ports(): Promise<Record<string, number>>;
   /**
@@ -97,9 +106,13 @@ export interface TestDaemon extends AsyncDisposable {
   close(): Promise<void>;
 }
 
-function policyYaml(): string {
+function policyYaml(extra: Record<string, readonly string[]> = {}): string {
   const lines = ['principals:'];
-  for (const { sub, roles } of Object.values(TEST_PRINCIPALS)) {
+  const principals = [
+    ...Object.values(TEST_PRINCIPALS),
+    ...Object.entries(extra).map(([sub, roles]) => ({ sub, roles })),
+  ];
+  for (const { sub, roles } of principals) {
     lines.push(
       `  ${JSON.stringify(sub)}:`,
       `    roles: [${roles.map((r) => JSON.stringify(r)).join(', ')}]`,
@@ -118,7 +131,7 @@ export async function startTestDaemon(options: TestDaemonOptions = {}): Promise<
   const issuer = options.issuer ?? (await startTestIssuer());
   if (ownHome) {
     await mkdir(join(workDir, 'auth'), { recursive: true, mode: 0o700 });
-    await writeFile(join(workDir, 'auth', 'policy.yaml'), policyYaml(), { mode: 0o600 });
+    await writeFile(join(workDir, 'auth', 'policy.yaml'), policyYaml(options.principals), { mode: 0o600 });
   }
   if (options.tlsFrom !== undefined)
     await cp(join(options.tlsFrom.workDir, 'ssl'), join(workDir, 'ssl'), { recursive: true });
@@ -136,9 +149,17 @@ export async function startTestDaemon(options: TestDaemonOptions = {}): Promise<
     SVC_REST_PORT: '0',
     SVC_TCP_PORT: '0',
     SVC_AGENT_PORT: '0',
+    // Every other listener a system app may open, ephemeral too: a test never binds a default port
+    // (another svc instance on the machine may hold it).
+    SVC_ISSUER_PORT: '0',
+    SVC_AUTH_TELEMETRY_PORT: '0',
+    SVC_AUTH_GRPC_LISTEN: '127.0.0.1:0',
+    SVC_AUTH_ADMIN_LISTEN: '127.0.0.1:0',
     SVC_AUTH_MODE: 'external',
     SVC_OIDC_ISSUER: issuer.issuer,
     SVC_LOG_STDERR: '1',
+    // Only the system apps the test put under <home>/apps run, not every one of the install root.
+    SVC_SYSTEM_APPS_DIR: join(home, 'apps'),
     ...options.env,
   };
   const child: ChildProcess = spawn(process.execPath, [...SVCD_NODE_FLAGS, SVCD], {
@@ -188,6 +209,7 @@ export async function startTestDaemon(options: TestDaemonOptions = {}): Promise<
     tcpPort: started.tcp,
     ca,
     pid: child.pid!,
+    exited,
     token: (role) =>
       role === 'maintenance'
         ? issuer.mint({ clientCredentials: 'svc-automation' })

@@ -4,6 +4,7 @@ export type { Forgery, MintClaims, TestIssuer, TestIssuerOptions } from './issue
 export {
   BUILTIN_MODE_ENV,
   startTestDaemon,
+  svcdCommand,
   killManagedProcesses,
   TEST_PRINCIPALS,
   DEVELOPER_ROLE,

@@ -32,8 +32,12 @@ export interface ApiRequest {
    */
   readonly bodyStream?: NodeJS.ReadableStream | undefined;
   readonly transport: TransportKind;
-  /** Remote address as seen by the socket (no port). */
+  /**
+   * Remote address (no port): the socket's, or the client's when svc-agent relayed the request
+   * (relayedByAgent, proven by the agent's process key; transports/agent-relay.ts).
+   */
   readonly remoteAddress: string;
+  readonly relayedByAgent?: boolean | undefined;
   readonly connection: PersistentConnection | undefined;
 }
 

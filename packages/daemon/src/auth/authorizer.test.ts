@@ -25,10 +25,13 @@ const dev = principal('dev', [
 ]);
 const bare = principal('bare', []);
 
-const alicesApp = { owner: 'alice', shared: [] };
-const devsApp = { owner: 'dev', shared: [] };
-const sharedWithDev = { owner: 'alice', shared: ['dev'] };
-const systemApp = { shared: [] };
+const alicesApp = { owner: 'alice', others: 'deny' } as const;
+const devsApp = { owner: 'dev', others: 'deny' } as const;
+/** permission 33: others may do everything their permissions allow. */
+const sharedWithDev = { owner: 'alice', others: 'write' } as const;
+/** permission 22: others may view, read output, subscribe and run copies. */
+const readShared = { owner: 'alice', others: 'read' } as const;
+const systemApp = { others: 'deny' } as const;
 
 function outcome(fn: () => void): string {
   try {
@@ -51,7 +54,7 @@ describe('authorize', () => {
   it('refuses everything to a tombstoned principal, even with permissions', () => {
     const ghost = principal('ghost', BUILTIN_ROLES['svc-admin'], 'tombstoned');
     expect(outcome(() => authorize(ghost, 'app-view'))).toBe('principal_tombstoned');
-    expect(outcome(() => authorizeApp(ghost, 'app-delete', { owner: 'ghost', shared: [] }))).toBe(
+    expect(outcome(() => authorizeApp(ghost, 'app-delete', { owner: 'ghost', others: 'deny' }))).toBe(
       'principal_tombstoned',
     );
   });
@@ -74,12 +77,12 @@ describe('authorizeApp rule table', () => {
     ['dev', dev, 'app-run-task', sharedWithDev, 'allow'],
     // owner needs no permission to delete; a shared principal needs app-delete
     ['dev', dev, 'app-delete', devsApp, 'allow'],
-    ['bare owner', principal('bare', []), 'app-delete', { owner: 'bare', shared: [] }, 'allow'],
+    ['bare owner', principal('bare', []), 'app-delete', { owner: 'bare', others: 'deny' }, 'allow'],
     ['dev', dev, 'app-delete', sharedWithDev, 'forbidden'],
     ['dev+delete', principal('dev', ['app-delete']), 'app-delete', sharedWithDev, 'allow'],
     ['dev+delete', principal('dev', ['app-delete']), 'app-delete', alicesApp, 'forbidden'],
     // the owner still needs the permission for anything but delete
-    ['bare owner', principal('bare', []), 'app-control', { owner: 'bare', shared: [] }, 'forbidden'],
+    ['bare owner', principal('bare', []), 'app-control', { owner: 'bare', others: 'deny' }, 'forbidden'],
     // app-manage-all widens scope, not actions
     ['maintenance', maintenance, 'app-control', alicesApp, 'allow'],
     ['maintenance', maintenance, 'app-control', systemApp, 'allow'],
@@ -90,7 +93,13 @@ describe('authorizeApp rule table', () => {
     // viewer: sees every app, reads output only of its own or shared apps
     ['viewer', viewer, 'app-view', alicesApp, 'allow'],
     ['viewer', viewer, 'app-output-view', alicesApp, 'forbidden'],
-    ['viewer', viewer, 'app-output-view', { owner: 'alice', shared: ['guest'] }, 'allow'],
+    ['viewer', viewer, 'app-output-view', readShared, 'allow'],
+    ['dev', dev, 'app-output-view', readShared, 'allow'],
+    ['dev', dev, 'app-subscribe', readShared, 'allow'],
+    ['dev', dev, 'app-control', readShared, 'forbidden'],
+    ['dev', dev, 'app-reg', readShared, 'forbidden'],
+    ['dev', dev, 'app-run-task', readShared, 'forbidden'],
+    ['dev+delete', principal('dev', ['app-delete']), 'app-delete', readShared, 'forbidden'],
     ['viewer', viewer, 'app-control', alicesApp, 'forbidden'],
     ['viewer', viewer, 'app-subscribe', alicesApp, 'forbidden'],
     ['admin', admin, 'app-delete', alicesApp, 'allow'],

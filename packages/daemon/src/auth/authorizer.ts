@@ -22,13 +22,25 @@ export function authorize(principal: Principal, permission: Permission): void {
 export interface AppAccess {
   /** Principal id of the registering caller; absent for bundled and adopted applications. */
   readonly owner?: string | undefined;
-  /** Principal ids the owner shared the application with (from its `permission` field). */
-  readonly shared: readonly string[];
+  /** What other principals may do (the tens digit of the app's `permission`: 1 deny, 2 read, 3 write). */
+  readonly others: OthersAccess;
 }
 
+export type OthersAccess = 'deny' | 'read' | 'write';
+
+/** Permissions a `read` share extends to other principals; `write` extends every one. */
+const READ_SHARE: ReadonlySet<Permission> = new Set<Permission>([
+  'app-view',
+  'app-output-view',
+  'app-subscribe',
+  'app-run-async',
+  'app-run-sync',
+]);
+
 /**
- * Per-application authorization (CONTRACT §5, §6). "mine" = the caller is the owner or the app is
- * shared with it. Rule table, checked top to bottom (a tombstoned principal is refused first):
+ * Per-application authorization. "mine" = the caller is the owner, or the owner shared the app
+ * with other principals for this kind of action (`permission` tens digit: read covers viewing,
+ * output, subscribing and running a copy; write covers every action). Rule table, checked top to bottom (a tombstoned principal is refused first):
  *
  * | permission asked | caller holds                          | may act on                      |
  * |------------------|---------------------------------------|---------------------------------|
@@ -51,7 +63,7 @@ export interface AppAccess {
 export function authorizeApp(principal: Principal, permission: Permission, app: AppAccess): void {
   refuseTombstoned(principal);
   const owns = app.owner !== undefined && app.owner === principal.id;
-  const mine = owns || app.shared.includes(principal.id);
+  const mine = owns || app.others === 'write' || (app.others === 'read' && READ_SHARE.has(permission));
   const has = (p: Permission): boolean => principal.permissions.has(p);
 
   if (permission === 'app-delete' && owns) return;

@@ -56,6 +56,10 @@ const fileSchema = z
         headers_timeout_ms: z.number().int().min(100),
         request_timeout_ms: z.number().int().min(100),
         idle_timeout_ms: z.number().int().min(100),
+        log_max_bytes: z
+          .number()
+          .int()
+          .min(64 * 1024),
       })
       .partial()
       .strict(),
@@ -69,6 +73,11 @@ const fileSchema = z
     disable_exec_user: z.boolean(),
     /** Absolute directories that /svc/file/upload and /download may reach (empty = anywhere allowed). */
     file_transfer_roots: z.array(z.string().regex(/^\//, 'must be an absolute path')).max(256),
+    output_max_bytes: z
+      .number()
+      .int()
+      .min(64 * 1024)
+      .max(2 ** 40),
   })
   .partial()
   .strict();
@@ -83,11 +92,18 @@ export interface Limits {
   headersTimeoutMs: number;
   requestTimeoutMs: number;
   idleTimeoutMs: number;
+  /** server.log rotates past this size (4 rotated files kept). */
+  logMaxBytes: number;
 }
 
 export interface DaemonConfig {
   home: string;
   workDir: string;
+  /**
+   * Where the bundled system applications come from: the install root's `apps/` (CONTRACT §2), never
+   * SVC_HOME. SVC_SYSTEM_APPS_DIR names another folder (tests run only the system apps they need).
+   */
+  systemAppsDir: string;
   listenAddress: string;
   restPort: number;
   tcpPort: number;
@@ -114,6 +130,8 @@ export interface DaemonConfig {
   disableExecUser: boolean;
   /** Allow-list of file transfer directories (api/operations/files.ts); empty = no allow-list. */
   fileTransferRoots: string[];
+  /** Cap of one captured output file on disk (`output_max_bytes`, SVC_OUTPUT_MAX_BYTES). */
+  outputMaxBytes: number;
 }
 
 export const DEFAULT_LIMITS: Limits = {
@@ -124,6 +142,7 @@ export const DEFAULT_LIMITS: Limits = {
   headersTimeoutMs: 10_000,
   requestTimeoutMs: 120_000,
   idleTimeoutMs: 120_000,
+  logMaxBytes: 16 * 1024 * 1024,
 };
 
 export class ConfigError extends Error {
@@ -164,6 +183,15 @@ function envPort(env: NodeJS.ProcessEnv, key: string): number | undefined {
   return n;
 }
 
+/** SVC_OUTPUT_MAX_BYTES wins over `output_max_bytes`; 16 MiB by default, at least 64 KiB. */
+function outputMaxBytes(fromEnv: string | undefined, fromFile: number | undefined): number {
+  if (fromEnv === undefined || fromEnv === '') return fromFile ?? 16 * 1024 * 1024;
+  const value = Number(fromEnv);
+  if (!/^\d+$/.test(fromEnv) || !Number.isSafeInteger(value) || value < 64 * 1024 || value > 2 ** 40)
+    throw new ConfigError(`SVC_OUTPUT_MAX_BYTES: expected bytes from 65536 to 2^40, got ${fromEnv}`);
+  return value;
+}
+
 function envFlag(env: NodeJS.ProcessEnv, key: string): boolean | undefined {
   const value = env[key]?.toLowerCase();
   if (value === undefined || value === '') return undefined;
@@ -175,7 +203,15 @@ function envFlag(env: NodeJS.ProcessEnv, key: string): boolean | undefined {
 export async function loadConfig(env: NodeJS.ProcessEnv = process.env): Promise<DaemonConfig> {
   const home = resolve(env['SVC_HOME'] ?? INSTALL_ROOT);
   const workDir = join(home, 'work');
-  const base = await readConfigFile(join(home, 'config', 'config.yaml'));
+  // Defaults of the install root, overlaid by the home's optional config/config.yaml (CONTRACT §3).
+  const installDefaults =
+    home === INSTALL_ROOT ? {} : await readConfigFile(join(INSTALL_ROOT, 'config', 'config.yaml'));
+  const homeBase = await readConfigFile(join(home, 'config', 'config.yaml'));
+  const base: ConfigFile = {
+    ...installDefaults,
+    ...homeBase,
+    limits: { ...installDefaults.limits, ...homeBase.limits },
+  };
   const overrides = await readConfigFile(join(workDir, 'config', 'config.yaml'));
   const file: ConfigFile = { ...base, ...overrides, limits: { ...base.limits, ...overrides.limits } };
 
@@ -213,14 +249,21 @@ export async function loadConfig(env: NodeJS.ProcessEnv = process.env): Promise<
     headersTimeoutMs,
     requestTimeoutMs,
     idleTimeoutMs: file.limits?.idle_timeout_ms ?? DEFAULT_LIMITS.idleTimeoutMs,
+    logMaxBytes: file.limits?.log_max_bytes ?? DEFAULT_LIMITS.logMaxBytes,
   };
 
   const forwardEnv = env['SVC_FORWARD_TARGETS'];
   const metricsPort = envPort(env, 'SVC_METRICS_PORT') ?? file.metrics_port ?? undefined;
   const registryUrl = (env['SVC_REGISTRY_URL'] || file.registry_url) ?? undefined;
+  if (registryUrl !== undefined)
+    throw new ConfigError(
+      `${env['SVC_REGISTRY_URL'] ? 'SVC_REGISTRY_URL' : 'registry_url in config.yaml'} is set, but cluster mode is not available in this version: unset it to run stand-alone`,
+    );
+  const systemAppsEnv = env['SVC_SYSTEM_APPS_DIR'];
   return {
     home,
     workDir,
+    systemAppsDir: systemAppsEnv ? resolve(systemAppsEnv) : join(INSTALL_ROOT, 'apps'),
     listenAddress: (env['SVC_LISTEN_ADDRESS'] || file.listen_address) ?? '127.0.0.1',
     restPort: envPort(env, 'SVC_REST_PORT') ?? file.rest_port ?? 6058,
     tcpPort: envPort(env, 'SVC_TCP_PORT') ?? file.tcp_port ?? 6059,
@@ -258,5 +301,6 @@ export async function loadConfig(env: NodeJS.ProcessEnv = process.env): Promise<
     defaultExecUser: file.default_exec_user ?? undefined,
     disableExecUser: file.disable_exec_user ?? false,
     fileTransferRoots: file.file_transfer_roots ?? [],
+    outputMaxBytes: outputMaxBytes(env['SVC_OUTPUT_MAX_BYTES'], file.output_max_bytes),
   };
 }

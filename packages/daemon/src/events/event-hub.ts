@@ -41,7 +41,7 @@ function isAdmin(principal: Principal): boolean {
 function may(
   principal: Principal,
   permission: 'app-output-view',
-  access: { owner: string | undefined; shared: readonly string[] },
+  access: { owner: string | undefined; others: 'deny' | 'read' | 'write' },
 ): boolean {
   try {
     authorizeApp(principal, permission, access);
@@ -116,7 +116,7 @@ export class EventHub {
     } else {
       const access = this.#supervisor.access(app);
       // An app not registered yet (atomic registration) will be owned by the subscriber.
-      outputAllowed = may(principal, 'app-output-view', access ?? { owner: principal.id, shared: [] });
+      outputAllowed = may(principal, 'app-output-view', access ?? { owner: principal.id, others: 'deny' });
     }
     if (!outputAllowed && events.has('STDOUT')) {
       if (!selection.all)

@@ -47,22 +47,21 @@ describe('parseAppDefinition: minimal definition and defaults', () => {
       command: 'node server.js',
       shell: false,
       env: {},
-      sec_env: {},
-      status: 1,
-      stdout_cache_num: 3,
-      cron: false,
-      behavior: { exit: 'restart', control: {} },
+      secret_env: {},
+      enabled: true,
+      stdout_backup_count: 3,
+      session_login: false,
+      depends_on: [],
+      behavior: { exit: 'restart', exit_code_actions: {} },
       system: false,
       register_time: NOW,
     });
   });
 
   it('defaults exit behavior to standby for periodic apps', () => {
-    expect(parse({ start_interval_seconds: 60 }).behavior.exit).toBe('standby');
-    expect(parse({ start_interval_seconds: '0 * * * *', cron: true }).behavior.exit).toBe('standby');
-    expect(parse({ start_interval_seconds: 60, behavior: { exit: 'keepalive' } }).behavior.exit).toBe(
-      'keepalive',
-    );
+    expect(parse({ interval: 60 }).behavior.exit).toBe('standby');
+    expect(parse({ cron_schedule: '0 * * * *' }).behavior.exit).toBe('standby');
+    expect(parse({ interval: 60, behavior: { exit: 'keepalive' } }).behavior.exit).toBe('keepalive');
   });
 
   it('treats null fields as not set', () => {
@@ -78,37 +77,37 @@ describe('parseAppDefinition: minimal definition and defaults', () => {
       command: 'cd /srv\nexec node server.js',
       working_dir: '/srv',
       env: { PORT: '8080', _X: '' },
-      sec_env: { TOKEN: 's3cret' },
+      secret_env: { TOKEN: 's3cret' },
       metadata: { job: [1, 2, { deep: true }] },
-      status: 0,
+      enabled: false,
       health_check_cmd: 'curl -f localhost:8080',
-      stdout_cache_num: 0,
+      stdout_backup_count: 0,
       start_time: 1704067200,
       end_time: '2025-01-01T00:00:00Z',
-      start_interval_seconds: 'PT5M',
+      interval: 'PT5M',
       daily_limitation: { daily_start: '09:00', daily_end: 61200 },
       resource_limit: { memory_mb: 512, cpu_shares: 1024 },
-      behavior: { exit: 'keepalive', control: { '0': 'standby', '-9': 'remove' } },
-      retention: 'P1D',
-      permission: ['alice', 'client:ci', 'alice'],
+      behavior: { exit: 'keepalive', exit_code_actions: { '0': 'standby', '-9': 'remove' } },
+      stop_grace_period: 'P1D',
+      permission: 21,
       pid: 1234,
     });
     expect(def).toMatchObject({
       shell: true,
       working_dir: '/srv',
       env: { PORT: '8080', _X: '' },
-      sec_env: { TOKEN: 's3cret' },
+      secret_env: { TOKEN: 's3cret' },
       metadata: { job: [1, 2, { deep: true }] },
-      status: 0,
-      stdout_cache_num: 0,
+      enabled: false,
+      stdout_backup_count: 0,
       start_time: 1704067200000,
       end_time: Date.UTC(2025, 0, 1),
-      start_interval_seconds: 300,
+      interval: 300,
       daily_limitation: { daily_start: '09:00:00', daily_end: '17:00:00' },
       resource_limit: { memory_mb: 512, cpu_shares: 1024 },
-      behavior: { exit: 'keepalive', control: { '0': 'standby', '-9': 'remove' } },
-      retention: 86400,
-      permission: ['alice', 'client:ci'],
+      behavior: { exit: 'keepalive', exit_code_actions: { '0': 'standby', '-9': 'remove' } },
+      stop_grace_period: 86400,
+      permission: 21,
       pid: 1234,
     });
     expect(intervalSeconds(def)).toBe(300);
@@ -154,8 +153,10 @@ describe('parseAppDefinition: body shape', () => {
   });
 
   it('ignores owner from the API, keeps it when trusted', () => {
-    expect(parse({ owner: 'mallory' }).owner).toBeUndefined();
-    expect(parse({ owner: 'admin' }, { trusted: true }).owner).toBe('admin');
+    expect(parse({ owner_principal_id: 'mallory' }).owner_principal_id).toBeUndefined();
+    expect(parse({ owner: 'mallory' }).owner_principal_id).toBeUndefined();
+    expect(parse({ owner_principal_id: 'admin' }, { trusted: true }).owner_principal_id).toBe('admin');
+    expect(parse({ owner: 'admin' }, { trusted: true }).owner_principal_id).toBe('admin');
   });
 
   it('accepts system only from bundled files', () => {
@@ -165,8 +166,8 @@ describe('parseAppDefinition: body shape', () => {
   });
 
   it('reports several problems at once', () => {
-    expect(bad({ status: 2, stdout_cache_num: -1 })).toBe(
-      'status: must be 1 (enabled) or 0 (disabled); stdout_cache_num: must be an integer from 0 to 100',
+    expect(bad({ status: 2, stdout_backup_count: -1 })).toBe(
+      'status: must be 1 (enabled) or 0 (disabled); stdout_backup_count: must be an integer from 0 to 100',
     );
   });
 });
@@ -231,7 +232,7 @@ describe('parseAppDefinition: command, shell, working_dir, description, health_c
   });
 });
 
-describe('parseAppDefinition: env and sec_env', () => {
+describe('parseAppDefinition: env and secret_env', () => {
   it('accepts valid names and values, including "constructor"', () => {
     const env = JSON.parse('{"constructor": "c", "toString": "t", "A_1": "x\\ny"}') as unknown;
     const def = parse({ env });
@@ -242,7 +243,7 @@ describe('parseAppDefinition: env and sec_env', () => {
     const env = JSON.parse('{"__proto__": {"polluted": "yes"}}') as unknown;
     expect(bad({ env })).toBe('env["__proto__"]: reserved name');
     const secEnv = JSON.parse('{"__proto__": "x"}') as unknown;
-    expect(bad({ sec_env: secEnv })).toBe('sec_env["__proto__"]: reserved name');
+    expect(bad({ secret_env: secEnv })).toBe('secret_env["__proto__"]: reserved name');
     expect(({} as Record<string, unknown>)['polluted']).toBeUndefined();
   });
   it.each([
@@ -260,7 +261,7 @@ describe('parseAppDefinition: env and sec_env', () => {
   });
   it('must be an object', () => {
     expect(bad({ env: ['A=1'] })).toBe('env: must be an object of string values, got an array');
-    expect(bad({ sec_env: 'A=1' })).toBe('sec_env: must be an object of string values, got a string');
+    expect(bad({ secret_env: 'A=1' })).toBe('secret_env: must be an object of string values, got a string');
   });
   it('allows at most 1000 entries', () => {
     const many = (n: number): Record<string, string> =>
@@ -268,15 +269,15 @@ describe('parseAppDefinition: env and sec_env', () => {
     expect(Object.keys(parse({ env: many(1000) }).env)).toHaveLength(1000);
     expect(bad({ env: many(1001) })).toBe('env: must have at most 1000 entries');
   });
-  it('keeps a masked sec_env value from the previous definition', () => {
-    const previous = parse({ sec_env: { TOKEN: 'old', OTHER: 'o' } });
-    const next = parse({ sec_env: { TOKEN: SECRET_MASK, NEW: 'n' } }, { previous });
-    expect(next.sec_env).toEqual({ TOKEN: 'old', NEW: 'n' });
-    expect(bad({ sec_env: { TOKEN: SECRET_MASK } })).toBe(
-      'sec_env["TOKEN"]: "******" stands for a stored value, but there is none to keep',
+  it('keeps a masked secret_env value from the previous definition', () => {
+    const previous = parse({ secret_env: { TOKEN: 'old', OTHER: 'o' } });
+    const next = parse({ secret_env: { TOKEN: SECRET_MASK, NEW: 'n' } }, { previous });
+    expect(next.secret_env).toEqual({ TOKEN: 'old', NEW: 'n' });
+    expect(bad({ secret_env: { TOKEN: SECRET_MASK } })).toBe(
+      'secret_env["TOKEN"]: "******" stands for a stored value, but there is none to keep',
     );
-    expect(messageOf({ ...base, sec_env: { NEW: SECRET_MASK } }, { previous })).toBe(
-      'sec_env["NEW"]: "******" stands for a stored value, but there is none to keep',
+    expect(messageOf({ ...base, secret_env: { NEW: SECRET_MASK } }, { previous })).toBe(
+      'secret_env["NEW"]: "******" stands for a stored value, but there is none to keep',
     );
   });
 });
@@ -310,16 +311,26 @@ describe('parseAppDefinition: metadata', () => {
   });
 });
 
-describe('parseAppDefinition: status, stdout_cache_num, resource_limit, pid, permission', () => {
-  it.each([0, 1])('accepts status %j', (status) => expect(parse({ status }).status).toBe(status));
+describe('parseAppDefinition: status, stdout_backup_count, resource_limit, pid, permission', () => {
+  it.each([true, false])('accepts enabled %j', (enabled) => expect(parse({ enabled }).enabled).toBe(enabled));
+  it.each([0, 1, 'true', null])('rejects enabled %j (null = not set)', (enabled) => {
+    if (enabled === null) expect(parse({ enabled }).enabled).toBe(true);
+    else expect(bad({ enabled })).toBe('enabled: must be true or false');
+  });
+  it.each([0, 1])('accepts the old status %j as enabled', (status) =>
+    expect(parse({ status }).enabled).toBe(status === 1),
+  );
   it.each([2, -1, true, '1', 0.5])('rejects status %j', (status) => {
     expect(bad({ status })).toBe('status: must be 1 (enabled) or 0 (disabled)');
   });
-  it.each([0, 100])('accepts stdout_cache_num %j', (n) =>
-    expect(parse({ stdout_cache_num: n }).stdout_cache_num).toBe(n),
+  it('refuses an old name together with its new one', () => {
+    expect(bad({ status: 1, enabled: true })).toBe('status: is the old name of enabled; send only enabled');
+  });
+  it.each([0, 100])('accepts stdout_backup_count %j', (n) =>
+    expect(parse({ stdout_backup_count: n }).stdout_backup_count).toBe(n),
   );
-  it.each([101, -1, 1.5, '3'])('rejects stdout_cache_num %j', (n) => {
-    expect(bad({ stdout_cache_num: n })).toBe('stdout_cache_num: must be an integer from 0 to 100');
+  it.each([101, -1, 1.5, '3'])('rejects stdout_backup_count %j', (n) => {
+    expect(bad({ stdout_backup_count: n })).toBe('stdout_backup_count: must be an integer from 0 to 100');
   });
   it('validates resource_limit', () => {
     expect(parse({ resource_limit: {} }).resource_limit).toEqual({});
@@ -331,7 +342,14 @@ describe('parseAppDefinition: status, stdout_cache_num, resource_limit, pid, per
     );
     expect(bad({ resource_limit: { memory: 1 } })).toBe('resource_limit.memory: unknown field');
     expect(bad({ resource_limit: 512 })).toBe(
-      'resource_limit: must be an object with memory_mb and/or cpu_shares',
+      'resource_limit: must be an object with cpu_shares, memory_mb and/or memory_virt_mb',
+    );
+    expect(parse({ resource_limit: { memory_mb: 64, memory_virt_mb: 128 } }).resource_limit).toEqual({
+      memory_mb: 64,
+      memory_virt_mb: 128,
+    });
+    expect(bad({ resource_limit: { memory_mb: 64, memory_virt_mb: 32 } })).toBe(
+      'resource_limit.memory_virt_mb: must be at least memory_mb',
     );
   });
   it('validates pid', () => {
@@ -340,36 +358,37 @@ describe('parseAppDefinition: status, stdout_cache_num, resource_limit, pid, per
     expect(bad({ pid: '12' })).toBe('pid: must be a positive integer process id');
     expect(bad({ pid: 2 ** 31 })).toBe('pid: must be a positive integer process id');
   });
-  it('validates permission', () => {
-    expect(bad({ permission: 'alice' })).toBe('permission: must be an array of principal ids, got a string');
-    const message = 'must be a principal id: 1..256 characters without control characters';
-    expect(bad({ permission: ['ok', '', 3, 'a\nb', 'x'.repeat(257)] })).toBe(
-      ['permission[1]', 'permission[2]', 'permission[3]', 'permission[4]']
-        .map((p) => `${p}: ${message}`)
-        .join('; '),
-    );
-    expect(bad({ permission: Array.from({ length: 1001 }, (_, i) => `p${i}`) })).toBe(
-      'permission: must have at most 1000 entries',
+  it.each([11, 21, 22, 33, 10, '22'])('accepts permission %j', (permission) => {
+    expect(parse({ permission }).permission).toBe(Number(permission));
+  });
+  it.each([0, 5, 41, 99, 100, -11, 2.5, 'alice', true])('rejects permission %j', (permission) => {
+    expect(bad({ permission })).toMatch(/^permission: (must be a two-digit number|tens digit)/);
+  });
+  it('refuses the old share list with a clear message', () => {
+    expect(bad({ permission: ['alice'] })).toContain(
+      'sharing with a list of principal ids is no longer supported',
     );
   });
 });
 
 describe('parseAppDefinition: behavior', () => {
   it.each(['standby', 'restart', 'keepalive', 'remove'])('accepts exit %j', (exit) => {
-    expect(parse({ behavior: { exit } }).behavior).toEqual({ exit, control: {} });
+    expect(parse({ behavior: { exit } }).behavior).toEqual({ exit, exit_code_actions: {} });
   });
   it('rejects a bad exit action', () => {
     expect(bad({ behavior: { exit: 'always' } })).toBe(
       'behavior.exit: must be one of standby, restart, keepalive, remove',
     );
     expect(bad({ behavior: { exit: 'restart', retry: 3 } })).toBe('behavior.retry: unknown field');
-    expect(bad({ behavior: [] })).toBe('behavior: must be an object with exit and/or control');
+    expect(bad({ behavior: [] })).toBe('behavior: must be an object with exit and/or exit_code_actions');
   });
   it('normalizes control exit codes', () => {
     expect(
       parse({
-        behavior: { control: { '+1': 'standby', '007': 'remove', '-0': 'keepalive', ' 2 ': 'restart' } },
-      }).behavior.control,
+        behavior: {
+          exit_code_actions: { '+1': 'standby', '007': 'remove', '-0': 'keepalive', ' 2 ': 'restart' },
+        },
+      }).behavior.exit_code_actions,
     ).toEqual({
       '1': 'standby',
       '7': 'remove',
@@ -378,29 +397,35 @@ describe('parseAppDefinition: behavior', () => {
     });
   });
   it.each([
-    [{ abc: 'restart' }, 'behavior.control["abc"]: exit code must be an integer'],
-    [{ '1.5': 'restart' }, 'behavior.control["1.5"]: exit code must be an integer'],
-    [{ '': 'restart' }, 'behavior.control[""]: exit code must be an integer'],
-    [{ '256': 'restart' }, 'behavior.control["256"]: exit code must be between -255 and 255'],
-    [{ '-256': 'restart' }, 'behavior.control["-256"]: exit code must be between -255 and 255'],
-    [{ '1': 'reboot' }, 'behavior.control["1"]: action must be one of standby, restart, keepalive, remove'],
-    [{ '1': 1 }, 'behavior.control["1"]: action must be one of standby, restart, keepalive, remove'],
-    [{ '1': 'restart', '01': 'standby' }, 'behavior.control["01"]: same exit code as "1"'],
+    [{ abc: 'restart' }, 'behavior.exit_code_actions["abc"]: exit code must be an integer'],
+    [{ '1.5': 'restart' }, 'behavior.exit_code_actions["1.5"]: exit code must be an integer'],
+    [{ '': 'restart' }, 'behavior.exit_code_actions[""]: exit code must be an integer'],
+    [{ '256': 'restart' }, 'behavior.exit_code_actions["256"]: exit code must be between -255 and 255'],
+    [{ '-256': 'restart' }, 'behavior.exit_code_actions["-256"]: exit code must be between -255 and 255'],
+    [
+      { '1': 'reboot' },
+      'behavior.exit_code_actions["1"]: action must be one of standby, restart, keepalive, remove',
+    ],
+    [
+      { '1': 1 },
+      'behavior.exit_code_actions["1"]: action must be one of standby, restart, keepalive, remove',
+    ],
+    [{ '1': 'restart', '01': 'standby' }, 'behavior.exit_code_actions["01"]: same exit code as "1"'],
   ])('rejects control %j', (control, message) => {
     expect(bad({ behavior: { control } })).toBe(message);
   });
   it('refuses prototype keys in control', () => {
     const control = JSON.parse('{"__proto__": "restart", "constructor": "remove"}') as unknown;
     expect(bad({ behavior: { control } })).toBe(
-      'behavior.control["__proto__"]: exit code must be an integer; behavior.control["constructor"]: exit code must be an integer',
+      'behavior.exit_code_actions["__proto__"]: exit code must be an integer; behavior.exit_code_actions["constructor"]: exit code must be an integer',
     );
-    expect(bad({ behavior: { control: 'x' } })).toBe(
-      'behavior.control: must be an object mapping exit codes to actions, got a string',
+    expect(bad({ behavior: { exit_code_actions: 'x' } })).toBe(
+      'behavior.exit_code_actions: must be an object mapping exit codes to actions, got a string',
     );
   });
 });
 
-describe('parseAppDefinition: times, intervals, cron, daily window, retention', () => {
+describe('parseAppDefinition: times, intervals, cron, daily window, stop_grace_period', () => {
   it('accepts epoch seconds and ISO 8601 instants', () => {
     expect(parse({ start_time: 1704067200.5 }).start_time).toBe(1704067200500);
     expect(parse({ start_time: '2024-01-01T00:00:00Z' }).start_time).toBe(Date.UTC(2024, 0, 1));
@@ -441,56 +466,57 @@ describe('parseAppDefinition: times, intervals, cron, daily window, retention', 
     ['P1DT1S', 86401],
     ['P2W', 1209600],
   ])('accepts interval %j as %d seconds', (value, seconds) => {
-    expect(parse({ start_interval_seconds: value }).start_interval_seconds).toBe(seconds);
+    expect(parse({ interval: value }).interval).toBe(seconds);
   });
   it.each([
-    [0, 'start_interval_seconds: must be at least 1 second'],
-    ['PT0S', 'start_interval_seconds: must be at least 1 second'],
-    [1.5, 'start_interval_seconds: must be whole seconds or an ISO 8601 duration like PT5M'],
-    [-5, 'start_interval_seconds: must be whole seconds or an ISO 8601 duration like PT5M'],
-    ['5m', 'start_interval_seconds: must be whole seconds or an ISO 8601 duration like PT5M (got "5m")'],
-    ['PT', 'start_interval_seconds: must be whole seconds or an ISO 8601 duration like PT5M (got "PT")'],
-    ['P', 'start_interval_seconds: must be whole seconds or an ISO 8601 duration like PT5M (got "P")'],
+    [0, 'interval: must be at least 1 second'],
+    ['PT0S', 'interval: must be at least 1 second'],
+    [1.5, 'interval: must be whole seconds or an ISO 8601 duration like PT5M'],
+    [-5, 'interval: must be whole seconds or an ISO 8601 duration like PT5M'],
+    ['5m', 'interval: must be whole seconds or an ISO 8601 duration like PT5M (got "5m")'],
+    ['PT', 'interval: must be whole seconds or an ISO 8601 duration like PT5M (got "PT")'],
+    ['P', 'interval: must be whole seconds or an ISO 8601 duration like PT5M (got "P")'],
     [
       'P1M',
-      'start_interval_seconds: years and months are not fixed lengths; use weeks, days, hours, minutes, seconds (got "P1M")',
+      'interval: years and months are not fixed lengths; use weeks, days, hours, minutes, seconds (got "P1M")',
     ],
     [
       'P1Y',
-      'start_interval_seconds: years and months are not fixed lengths; use weeks, days, hours, minutes, seconds (got "P1Y")',
+      'interval: years and months are not fixed lengths; use weeks, days, hours, minutes, seconds (got "P1Y")',
     ],
     [
       '*/5 * * * *',
-      'start_interval_seconds: must be whole seconds or an ISO 8601 duration like PT5M (got "*/5 * * * *"); set cron: true for a cron expression',
+      'interval: must be whole seconds or an ISO 8601 duration like PT5M (got "*/5 * * * *"); use cron_schedule for a cron expression',
     ],
-    [2 ** 31, 'start_interval_seconds: must be at most 2147483647 seconds'],
-    [{}, 'start_interval_seconds: must be whole seconds or an ISO 8601 duration like PT5M'],
+    [2 ** 31, 'interval: must be at most 2147483647 seconds'],
+    [{}, 'interval: must be whole seconds or an ISO 8601 duration like PT5M'],
   ])('rejects interval %j', (value, message) => {
-    expect(bad({ start_interval_seconds: value })).toBe(message);
+    expect(bad({ interval: value })).toBe(message);
   });
   it('validates cron expressions', () => {
-    const def = parse({ cron: true, start_interval_seconds: ' 0 9 * * 1-5 ' });
-    expect(def.start_interval_seconds).toBe('0 9 * * 1-5');
+    const def = parse({ cron_schedule: ' 0 9 * * 1-5 ' });
+    expect(def.cron_schedule).toBe('0 9 * * 1-5');
+    expect(def.interval).toBeUndefined();
     expect(cronExpression(def)).toBe('0 9 * * 1-5');
     expect(intervalSeconds(def)).toBeUndefined();
-    expect(parse({ cron: true, start_interval_seconds: '30 */5 * * * *' }).start_interval_seconds).toBe(
-      '30 */5 * * * *',
+    expect(parse({ cron_schedule: '30 */5 * * * *' }).cron_schedule).toBe('30 */5 * * * *');
+    expect(parse({ cron_schedule: '@daily' }).cron_schedule).toBe('@daily');
+    // The old form: cron: true with the expression in start_interval_seconds.
+    expect(parse({ cron: true, start_interval_seconds: '@daily' }).cron_schedule).toBe('@daily');
+    expect(parse({ cron: false, start_interval_seconds: 60 }).interval).toBe(60);
+    expect(bad({ cron: true })).toBe('cron: use cron_schedule with the cron expression');
+    expect(bad({ cron_schedule: 60 })).toBe('cron_schedule: must be a cron expression string');
+    expect(bad({ cron_schedule: '@daily', interval: 60 })).toBe(
+      'interval: give either interval or cron_schedule, not both',
     );
-    expect(parse({ cron: true, start_interval_seconds: '@daily' }).start_interval_seconds).toBe('@daily');
-    expect(bad({ cron: true })).toBe(
-      'start_interval_seconds: is required when cron is true (the cron expression)',
+    expect(bad({ cron_schedule: '61 * * * *' })).toBe(
+      'cron_schedule: invalid cron expression "61 * * * *": Constraint error, got value 61 expected range 0-59',
     );
-    expect(bad({ cron: true, start_interval_seconds: 60 })).toBe(
-      'start_interval_seconds: must be a cron expression string when cron is true',
+    expect(bad({ cron_schedule: '0 0 30 2 *' })).toMatch(
+      /^cron_schedule: invalid cron expression "0 0 30 2 \*": /,
     );
-    expect(bad({ cron: true, start_interval_seconds: '61 * * * *' })).toBe(
-      'start_interval_seconds: invalid cron expression "61 * * * *": Constraint error, got value 61 expected range 0-59',
-    );
-    expect(bad({ cron: true, start_interval_seconds: '0 0 30 2 *' })).toMatch(
-      /^start_interval_seconds: invalid cron expression "0 0 30 2 \*": /,
-    );
-    expect(bad({ cron: true, start_interval_seconds: '* '.repeat(200) })).toBe(
-      'start_interval_seconds: cron expression must be at most 256 characters',
+    expect(bad({ cron_schedule: '* '.repeat(200) })).toBe(
+      'cron_schedule: cron expression must be at most 256 characters',
     );
     expect(bad({ cron: 'yes' })).toBe('cron: must be true or false');
   });
@@ -509,19 +535,19 @@ describe('parseAppDefinition: times, intervals, cron, daily window, retention', 
   it.each([
     [
       { daily_start: '24:00', daily_end: '01:00' },
-      'daily_limitation.daily_start: must be "HH:MM" or "HH:MM:SS" (24-hour local time) or seconds of the day 0..86399',
+      'daily_limitation.daily_start: must be "HH:MM" or "HH:MM:SS" (24-hour local time), seconds of the day 0..86399 or epoch seconds',
     ],
     [
       { daily_start: '9:00', daily_end: '10:00' },
-      'daily_limitation.daily_start: must be "HH:MM" or "HH:MM:SS" (24-hour local time) or seconds of the day 0..86399',
+      'daily_limitation.daily_start: must be "HH:MM" or "HH:MM:SS" (24-hour local time), seconds of the day 0..86399 or epoch seconds',
     ],
     [
-      { daily_start: '09:00', daily_end: 86400 },
-      'daily_limitation.daily_end: must be "HH:MM" or "HH:MM:SS" (24-hour local time) or seconds of the day 0..86399',
+      { daily_start: '09:00', daily_end: 2 ** 40 },
+      'daily_limitation.daily_end: must be "HH:MM" or "HH:MM:SS" (24-hour local time), seconds of the day 0..86399 or epoch seconds',
     ],
     [
       { daily_start: '09:00', daily_end: '10:60' },
-      'daily_limitation.daily_end: must be "HH:MM" or "HH:MM:SS" (24-hour local time) or seconds of the day 0..86399',
+      'daily_limitation.daily_end: must be "HH:MM" or "HH:MM:SS" (24-hour local time), seconds of the day 0..86399 or epoch seconds',
     ],
     [{ daily_start: '09:00' }, 'daily_limitation.daily_end: is required'],
     [{ daily_start: '09:00', daily_end: 32400 }, 'daily_limitation: daily_start and daily_end must differ'],
@@ -530,54 +556,61 @@ describe('parseAppDefinition: times, intervals, cron, daily window, retention', 
   ])('rejects daily_limitation %j', (daily_limitation, message) => {
     expect(bad({ daily_limitation })).toBe(message);
   });
-  it('parses retention as a duration', () => {
-    expect(parse({ retention: 0 }).retention).toBe(0);
-    expect(parse({ retention: 'PT10M' }).retention).toBe(600);
-    expect(bad({ retention: 'forever' })).toBe(
-      'retention: must be whole seconds or an ISO 8601 duration like PT5M (got "forever")',
+  it('parses stop_grace_period as a duration', () => {
+    expect(parse({ stop_grace_period: 0 }).stop_grace_period).toBe(0);
+    expect(parse({ stop_grace_period: 'PT10M' }).stop_grace_period).toBe(600);
+    expect(bad({ stop_grace_period: 'forever' })).toBe(
+      'stop_grace_period: must be whole seconds or an ISO 8601 duration like PT5M (got "forever")',
     );
   });
   it('exposes the small parsers', () => {
     expect(parseInstant('2024-01-01T00:00:00Z')).toEqual({ ok: true, value: Date.UTC(2024, 0, 1) });
     expect(parseDuration('PT1M')).toEqual({ ok: true, value: 60 });
-    expect(formatPath(['behavior', 'control', 'abc'])).toBe('behavior.control["abc"]');
+    expect(formatPath(['behavior', 'exit_code_actions', 'abc'])).toBe('behavior.exit_code_actions["abc"]');
     expect(formatPath(['permission', 2])).toBe('permission[2]');
     expect(formatPath(['env', 'A'])).toBe('env["A"]');
   });
 });
 
 describe('toPublicView', () => {
-  it('masks sec_env, renders instants as ISO 8601 and durations as seconds', () => {
+  it('masks secret_env, renders instants as epoch seconds and durations as seconds', () => {
     const def = parse(
       {
-        sec_env: { TOKEN: 'hunter2', KEY: 'k' },
+        secret_env: { TOKEN: 'hunter2', KEY: 'k' },
         env: { A: '1' },
         start_time: '2024-02-01T00:00:00Z',
         end_time: 1735689600,
-        start_interval_seconds: 'PT1H',
-        retention: 'PT5M',
-        owner: 'alice',
+        interval: 'PT1H',
+        stop_grace_period: 'PT5M',
+        owner_principal_id: 'alice',
+        daily_limitation: { daily_start: '09:00', daily_end: '17:30' },
+        permission: 21,
+        depends_on: ['db'],
       },
       { trusted: true },
     );
     const view = toPublicView(def);
     expect(view).toMatchObject({
       name: 'web',
-      sec_env: { TOKEN: '******', KEY: '******' },
+      secret_env: { TOKEN: '******', KEY: '******' },
       env: { A: '1' },
-      start_time: '2024-02-01T00:00:00.000Z',
-      end_time: '2025-01-01T00:00:00.000Z',
-      start_interval_seconds: 3600,
-      retention: 300,
-      owner: 'alice',
-      register_time: '2024-01-01T00:00:00.000Z',
-      behavior: { exit: 'standby', control: {} },
+      enabled: true,
+      start_time: Date.UTC(2024, 1, 1) / 1000,
+      end_time: 1735689600,
+      interval: 3600,
+      stop_grace_period: '300',
+      owner_principal_id: 'alice',
+      daily_limitation: { daily_start: 9 * 3600, daily_end: 17.5 * 3600 },
+      permission: 21,
+      depends_on: ['db'],
+      register_time: NOW / 1000,
+      behavior: { exit: 'standby', exit_code_actions: {} },
     });
     expect(JSON.stringify(view)).not.toContain('hunter2');
   });
   it('is accepted back by parseAppDefinition (GET then PUT)', () => {
     const previous = parse({
-      sec_env: { TOKEN: 'hunter2' },
+      secret_env: { TOKEN: 'hunter2' },
       start_time: 1704067200,
       daily_limitation: { daily_start: '09:00', daily_end: '17:00' },
     });
@@ -590,25 +623,29 @@ describe('toPublicView', () => {
 describe('serializeApp / deserializeApp', () => {
   const crypter = createSecretCrypter(randomBytes(32));
 
-  it('round-trips every field with sec_env encrypted at rest', () => {
+  it('round-trips every field with secret_env encrypted at rest', () => {
     const def = parse(
       {
         description: 'multi\nline',
         shell: true,
         command: 'echo "a: b"\necho \'#no comment\'',
         env: { A: 'yes', B: '0123', C: '' },
-        sec_env: { TOKEN: 'hunter2' },
+        secret_env: { TOKEN: 'hunter2' },
         metadata: { list: [1, 'two', null], nested: { ok: true } },
         start_time: 1704067200,
         end_time: 1735689600,
-        cron: true,
-        start_interval_seconds: '*/5 * * * *',
+        cron_schedule: '*/5 * * * *',
+        session_login: true,
+        depends_on: ['db', 'cache'],
+        docker_image: 'alpine:3',
+        stdout_backup_count: 7,
+        enabled: false,
         daily_limitation: { daily_start: '22:00', daily_end: '06:00' },
-        resource_limit: { memory_mb: 64 },
-        behavior: { exit: 'keepalive', control: { '-9': 'remove', '0': 'standby' } },
-        retention: 60,
-        permission: ['bob'],
-        owner: 'alice',
+        resource_limit: { memory_mb: 64, memory_virt_mb: 128, cpu_shares: 512 },
+        behavior: { exit: 'keepalive', exit_code_actions: { '-9': 'remove', '0': 'standby' } },
+        stop_grace_period: 60,
+        permission: 31,
+        owner_principal_id: 'alice',
       },
       { trusted: true },
     );
@@ -624,11 +661,11 @@ describe('serializeApp / deserializeApp', () => {
         description: 'true',
         command: 'run --flag "x: y" # not a comment',
         env: { A: 'yes', B: '0123', C: 'a: b', D: '' },
-        sec_env: { TOKEN: 'hunter2' },
+        secret_env: { TOKEN: 'hunter2' },
         metadata: 'plain text: metadata',
-        behavior: { exit: 'restart', control: { '-9': 'remove', '0': 'standby' } },
-        permission: ['bob'],
-        owner: 'alice',
+        behavior: { exit: 'restart', exit_code_actions: { '-9': 'remove', '0': 'standby' } },
+        permission: 31,
+        owner_principal_id: 'alice',
       },
       { trusted: true },
     );
@@ -647,11 +684,11 @@ describe('serializeApp / deserializeApp', () => {
     );
   });
 
-  it('accepts plaintext sec_env in a hand-written file', () => {
-    const def = deserializeApp('name: web\ncommand: run\nsec_env:\n  TOKEN: plain\n', crypter, {
+  it('accepts plaintext secret_env in a hand-written file', () => {
+    const def = deserializeApp('name: web\ncommand: run\nsecret_env:\n  TOKEN: plain\n', crypter, {
       file: 'web.yaml',
     });
-    expect(def.sec_env).toEqual({ TOKEN: 'plain' });
+    expect(def.secret_env).toEqual({ TOKEN: 'plain' });
   });
 
   it.each([
@@ -665,12 +702,12 @@ describe('serializeApp / deserializeApp', () => {
     ],
     ['name: web\ncommand: x\nregister_time: yesterday\n', /^web\.yaml: register_time: must be epoch seconds/],
     [
-      'name: web\ncommand: x\nsec_env:\n  T: enc:v1:AAAA\n',
-      /^web\.yaml: sec_env\["T"\]: encrypted value is too short$/,
+      'name: web\ncommand: x\nsecret_env:\n  T: enc:v1:AAAA\n',
+      /^web\.yaml: secret_env\["T"\]: encrypted value is too short$/,
     ],
     [
-      'name: web\ncommand: x\nsec_env:\n  T: enc:v1:!!!\n',
-      /^web\.yaml: sec_env\["T"\]: encrypted value is not valid base64$/,
+      'name: web\ncommand: x\nsecret_env:\n  T: enc:v1:!!!\n',
+      /^web\.yaml: secret_env\["T"\]: encrypted value is not valid base64$/,
     ],
   ])('rejects hand-edited garbage %j', (text, message) => {
     let caught: unknown;
@@ -685,16 +722,16 @@ describe('serializeApp / deserializeApp', () => {
   });
 
   it('refuses a value encrypted with another key', () => {
-    const text = serializeApp(parse({ sec_env: { T: 'x' } }), createSecretCrypter(randomBytes(32)));
+    const text = serializeApp(parse({ secret_env: { T: 'x' } }), createSecretCrypter(randomBytes(32)));
     expect(() => deserializeApp(text, crypter, { file: 'web.yaml' })).toThrow(
-      'web.yaml: sec_env["T"]: encrypted value does not decrypt with this secret-master-key (wrong key or corrupted)',
+      'web.yaml: secret_env["T"]: encrypted value does not decrypt with this secret-master-key (wrong key or corrupted)',
     );
   });
 
   it('keeps owner and register_time from the stored file', () => {
-    const text = serializeApp(parse({ owner: 'alice' }, { trusted: true, now: 1234 }), crypter);
+    const text = serializeApp(parse({ owner_principal_id: 'alice' }, { trusted: true, now: 1234 }), crypter);
     const def = deserializeApp(text, crypter);
-    expect(def.owner).toBe('alice');
+    expect(def.owner_principal_id).toBe('alice');
     expect(def.register_time).toBe(1234);
   });
 });

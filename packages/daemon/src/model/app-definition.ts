@@ -9,9 +9,9 @@
 //
 // Every error is SvcError('invalid_app', '<field path>: <problem>'), issues joined by '; '.
 import { SvcError } from '@svc/protocol';
-import { writeBlockYaml } from '../util/block-yaml.ts';
+import { writeYaml } from '../util/block-yaml.ts';
 import { cronParser } from '../util/cron-parser.ts';
-import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
+import { parse as parseYaml } from 'yaml';
 import * as z from 'zod';
 import type { SecretCrypter } from './secret-crypter.ts';
 import { isEncryptedToken } from './secret-crypter.ts';
@@ -40,52 +40,61 @@ export interface DailyLimitation {
 }
 
 export interface ResourceLimit {
-  memory_mb?: number;
   cpu_shares?: number;
+  memory_mb?: number;
+  /** Memory plus swap, MiB; at least memory_mb. */
+  memory_virt_mb?: number;
 }
 
 export interface AppBehavior {
   exit: ExitAction;
   /** Keys are canonical decimal exit codes ("1", "-9"); checked before `exit`. */
-  control: Record<string, ExitAction>;
+  exit_code_actions: Record<string, ExitAction>;
 }
 
+/** Field names are App Mesh 3.0's (docs/decisions.md "Application definition"). */
 export interface AppDefinition {
   name: string;
   description?: string;
   command: string;
   /** Run through `/bin/sh -c`; multi-line commands are allowed only then. */
   shell: boolean;
+  /** Run as a login session (`/bin/sh -l`) of the execution user. */
+  session_login: boolean;
   /** Absolute path. */
   working_dir?: string;
   env: Record<string, string>;
   /** Plaintext in memory; encrypted at rest; never returned by the API. */
-  sec_env: Record<string, string>;
+  secret_env: Record<string, string>;
   /** Written to the process's stdin: a string as is, any other JSON value as JSON text. */
   metadata?: JsonValue;
-  /** 1 enabled, 0 disabled. */
-  status: 0 | 1;
+  enabled: boolean;
   health_check_cmd?: string;
   /** Number of previous output files kept, 0..100. */
-  stdout_cache_num: number;
+  stdout_backup_count: number;
   /** Epoch ms. */
   start_time?: number;
   /** Epoch ms, > start_time. */
   end_time?: number;
-  /** Seconds between starts, or a cron expression (string) when `cron` is true. */
-  start_interval_seconds?: number | string;
-  cron: boolean;
+  /** Seconds between starts (periodic app). Exclusive with cron_schedule. */
+  interval?: number;
+  /** Cron expression (cron-scheduled app). Exclusive with interval. */
+  cron_schedule?: string;
   daily_limitation?: DailyLimitation;
+  /** Seconds between SIGTERM and SIGKILL when the app is stopped; default: the daemon's. */
+  stop_grace_period?: number;
+  /** Apps that must be registered, enabled, running and healthy before this one starts. */
+  depends_on: string[];
   resource_limit?: ResourceLimit;
   behavior: AppBehavior;
-  /** Seconds. */
-  retention?: number;
-  /** Principal ids the owner shares the app with. */
-  permission?: string[];
+  /** Two digits; the tens digit is what other principals may do: 1 deny, 2 read, 3 write. */
+  permission?: number;
   /** Adopt this running process instead of spawning. */
   pid?: number;
+  /** Accepted and stored; the app does not start unless a container runtime is configured. */
+  docker_image?: string;
   /** Principal id of the registering caller; set by the server. */
-  owner?: string;
+  owner_principal_id?: string;
   /** Bundled system application (apps/*.yaml only). */
   system: boolean;
   /** Epoch ms; set by the server. */
@@ -106,18 +115,22 @@ export const LIMITS = {
   descriptionBytes: 64 * 1024,
   pathBytes: 4096,
   principalIdLength: 256,
-  permissionEntries: 1000,
+  dependsOnEntries: 64,
+  dockerImageBytes: 1024,
   cronLength: 256,
-  stdoutCacheNum: 100,
+  stdoutBackupCount: 100,
   exitCode: 255,
   /** Durations are capped at ~68 years. */
   durationSeconds: 2 ** 31 - 1,
 } as const;
 
-/** Value shown in place of each sec_env value; sending it back on replace keeps the stored value. */
+/** Value shown in place of each secret_env value; sending it back on replace keeps the stored value. */
 export const SECRET_MASK = '******';
 
-/** Fields of the API's app view that clients may echo back on PUT; they are ignored. */
+/**
+ * Fields of the API's app view (App Mesh 3.0 runtime fields and svc's own) that clients may echo
+ * back on PUT; they are ignored.
+ */
 export const RUNTIME_FIELDS: readonly string[] = [
   'process_uuid',
   'pid_user',
@@ -125,17 +138,44 @@ export const RUNTIME_FIELDS: readonly string[] = [
   'health',
   'memory',
   'cpu',
+  'fd',
+  'pstree',
   'starts',
   'last_start_time',
   'last_exit_time',
   'next_start_time',
   'last_error',
-  'stdout_cache_size',
-  'register_time',
+  'waiting_for',
+  'stdout_file_count',
+  'owner_display_name',
+  'task_id',
+  'task_status',
   'subscription_id',
+  'container_id',
+  'processes',
+  'adopted',
+  'output_captured',
+  'resource_limit_status',
+  'transient',
+  'state',
+  'stdout_cache_size',
 ];
 
-const SERVER_FIELDS = ['owner', 'register_time'] as const;
+const SERVER_FIELDS = ['owner_principal_id', 'owner', 'register_time'] as const;
+
+/**
+ * Names of the definition before App Mesh 3.0's were adopted, accepted on input (and in stored
+ * files, which are rewritten at start) as aliases; output never uses them.
+ */
+export const LEGACY_FIELDS: Readonly<Record<string, string>> = {
+  status: 'enabled',
+  sec_env: 'secret_env',
+  stdout_cache_num: 'stdout_backup_count',
+  start_interval_seconds: 'interval or cron_schedule',
+  cron: 'cron_schedule',
+  retention: 'stop_grace_period',
+  owner: 'owner_principal_id',
+};
 
 // ---------------------------------------------------------------------------------------------
 // Small parsers shared by the schema (each returns the value or an error message)
@@ -215,9 +255,9 @@ export function parseDuration(value: unknown): Result<number> {
 
 /** Validate a cron expression (5 fields, or 6 with seconds first, or @daily etc.). */
 export function parseCron(value: unknown): Result<string> {
-  if (typeof value !== 'string') return fail('must be a cron expression string when cron is true');
+  if (typeof value !== 'string') return fail('must be a cron expression string');
   const expression = value.trim();
-  if (expression === '') return fail('must be a cron expression string when cron is true');
+  if (expression === '') return fail('must be a cron expression string');
   if (expression.length > LIMITS.cronLength)
     return fail(`cron expression must be at most ${LIMITS.cronLength} characters`);
   try {
@@ -233,9 +273,14 @@ const TIME_OF_DAY = /^(\d{2}):(\d{2})(?::(\d{2}))?$/;
 
 /** "HH:MM", "HH:MM:SS" or integer seconds of day -> seconds of day. */
 export function parseTimeOfDay(value: unknown): Result<number> {
-  const hint = 'must be "HH:MM" or "HH:MM:SS" (24-hour local time) or seconds of the day 0..86399';
+  const hint =
+    'must be "HH:MM" or "HH:MM:SS" (24-hour local time), seconds of the day 0..86399 or epoch seconds';
   if (typeof value === 'number') {
-    return Number.isInteger(value) && value >= 0 && value < 86400 ? ok(value) : fail(hint);
+    if (!Number.isInteger(value) || value < 0 || value > MAX_EPOCH_SECONDS) return fail(hint);
+    if (value < 86400) return ok(value);
+    // An epoch timestamp (App Mesh 3.0 SDKs send one): its time of day in the host's zone.
+    const at = new Date(value * 1000);
+    return ok(at.getHours() * 3600 + at.getMinutes() * 60 + at.getSeconds());
   }
   if (typeof value !== 'string') return fail(hint);
   const m = TIME_OF_DAY.exec(value);
@@ -385,29 +430,38 @@ const metadataSchema = check<JsonValue>((value, failWith) => {
   return value as JsonValue;
 });
 
-const principalList = check<string[]>((value, failWith) => {
-  if (!Array.isArray(value)) return failWith(`must be an array of principal ids, got ${describe(value)}`);
-  if (value.length > LIMITS.permissionEntries) {
-    return failWith(`must have at most ${LIMITS.permissionEntries} entries`);
+const dependsOnList = check<string[]>((value, failWith) => {
+  if (!Array.isArray(value)) return failWith(`must be an array of application names, got ${describe(value)}`);
+  if (value.length > LIMITS.dependsOnEntries) {
+    return failWith(`must have at most ${LIMITS.dependsOnEntries} entries`);
   }
   const out: string[] = [];
   value.forEach((item: unknown, index) => {
-    if (
-      typeof item !== 'string' ||
-      item.length === 0 ||
-      item.length > LIMITS.principalIdLength ||
-      // eslint-disable-next-line no-control-regex
-      /[\u0000-\u001f\u007f]/.test(item)
-    ) {
-      failWith(
-        `must be a principal id: 1..${LIMITS.principalIdLength} characters without control characters`,
-        [index],
-      );
+    if (typeof item !== 'string' || !NAME_PATTERN.test(item) || item === '.' || item === '..') {
+      failWith(`must be an application name matching ${NAME_PATTERN.source}`, [index]);
     } else if (!out.includes(item)) {
       out.push(item);
     }
   });
   return out;
+});
+
+/** Two digits; the tens digit (others) must be 1 deny, 2 read or 3 write. */
+const permissionDigits = check<number>((value, failWith) => {
+  if (Array.isArray(value)) {
+    return failWith(
+      'must be a two-digit number (tens digit for other principals: 1 deny, 2 read, 3 write); ' +
+        'sharing with a list of principal ids is no longer supported',
+    );
+  }
+  const number = typeof value === 'string' && /^\d{1,2}$/.test(value) ? Number(value) : value;
+  if (typeof number !== 'number' || !Number.isInteger(number) || number < 0 || number > 99) {
+    return failWith('must be a two-digit number (tens digit for other principals: 1 deny, 2 read, 3 write)');
+  }
+  const others = Math.floor(number / 10);
+  if (others < 1 || others > 3)
+    return failWith('tens digit (other principals) must be 1 deny, 2 read or 3 write');
+  return number;
 });
 
 const intInRange = (min: number, max: number, message: string): z.ZodType<number> =>
@@ -416,6 +470,13 @@ const intInRange = (min: number, max: number, message: string): z.ZodType<number
     .int({ error: message })
     .min(min, { error: message })
     .max(max, { error: message });
+
+/** A strict sub-object whose non-key errors say what it must be. */
+function subObject<T extends z.core.$ZodLooseShape>(shape: T, what: string) {
+  return z.strictObject(shape, {
+    error: (issue) => (issue.code === 'unrecognized_keys' ? undefined : what),
+  });
+}
 
 const appSchema = z.strictObject({
   name: check((value, failWith) => {
@@ -428,63 +489,57 @@ const appSchema = z.strictObject({
   description: boundedString({ maxBytes: LIMITS.descriptionBytes }).optional(),
   command: boundedString({ maxBytes: LIMITS.commandBytes, nonEmpty: true, required: true }),
   shell: z.boolean({ error: 'must be true or false' }).optional(),
+  session_login: z.boolean({ error: 'must be true or false' }).optional(),
   working_dir: boundedString({ maxBytes: LIMITS.pathBytes, allowNewline: false, nonEmpty: true })
     .refine((dir) => dir.startsWith('/'), { error: 'must be an absolute path' })
     .optional(),
   env: envRecord('variable').optional(),
-  sec_env: envRecord('variable').optional(),
+  secret_env: envRecord('variable').optional(),
   metadata: metadataSchema.optional(),
-  status: z.union([z.literal(0), z.literal(1)], { error: 'must be 1 (enabled) or 0 (disabled)' }).optional(),
+  enabled: z.boolean({ error: 'must be true or false' }).optional(),
   health_check_cmd: boundedString({ maxBytes: LIMITS.commandBytes, nonEmpty: true }).optional(),
-  stdout_cache_num: intInRange(
+  stdout_backup_count: intInRange(
     0,
-    LIMITS.stdoutCacheNum,
-    `must be an integer from 0 to ${LIMITS.stdoutCacheNum}`,
+    LIMITS.stdoutBackupCount,
+    `must be an integer from 0 to ${LIMITS.stdoutBackupCount}`,
   ).optional(),
   start_time: fromResult(parseInstant).optional(),
   end_time: fromResult(parseInstant).optional(),
-  // Checked against `cron` after the object parse.
-  start_interval_seconds: z.unknown().optional(),
-  cron: z.boolean({ error: 'must be true or false' }).optional(),
-  daily_limitation: z
-    .strictObject(
-      {
-        daily_start: fromResult(parseTimeOfDay, true),
-        daily_end: fromResult(parseTimeOfDay, true),
-      },
-      {
-        error: (issue) =>
-          issue.code === 'unrecognized_keys' ? undefined : 'must be an object with daily_start and daily_end',
-      },
-    )
-    .optional(),
-  resource_limit: z
-    .strictObject(
-      {
-        memory_mb: intInRange(1, 16 * 1024 * 1024, 'must be a positive integer (MiB)').optional(),
-        cpu_shares: intInRange(1, 262144, 'must be an integer from 1 to 262144').optional(),
-      },
-      {
-        error: (issue) =>
-          issue.code === 'unrecognized_keys'
-            ? undefined
-            : 'must be an object with memory_mb and/or cpu_shares',
-      },
-    )
-    .optional(),
-  behavior: z
-    .strictObject(
-      { exit: exitAction.optional(), control: controlRecord.optional() },
-      {
-        error: (issue) =>
-          issue.code === 'unrecognized_keys' ? undefined : 'must be an object with exit and/or control',
-      },
-    )
-    .optional(),
-  retention: fromResult(parseDuration).optional(),
-  permission: principalList.optional(),
+  interval: fromResult((value): Result<number> => {
+    const result = parseDuration(value);
+    if (result.ok || typeof value !== 'string' || !/\s/.test(value.trim())) return result;
+    return fail(`${result.message}; use cron_schedule for a cron expression`);
+  }).optional(),
+  cron_schedule: fromResult(parseCron).optional(),
+  daily_limitation: subObject(
+    {
+      daily_start: fromResult(parseTimeOfDay, true),
+      daily_end: fromResult(parseTimeOfDay, true),
+    },
+    'must be an object with daily_start and daily_end',
+  ).optional(),
+  stop_grace_period: fromResult(parseDuration).optional(),
+  depends_on: dependsOnList.optional(),
+  resource_limit: subObject(
+    {
+      cpu_shares: intInRange(1, 262144, 'must be an integer from 1 to 262144').optional(),
+      memory_mb: intInRange(1, 16 * 1024 * 1024, 'must be a positive integer (MiB)').optional(),
+      memory_virt_mb: intInRange(1, 16 * 1024 * 1024, 'must be a positive integer (MiB)').optional(),
+    },
+    'must be an object with cpu_shares, memory_mb and/or memory_virt_mb',
+  ).optional(),
+  behavior: subObject(
+    { exit: exitAction.optional(), exit_code_actions: controlRecord.optional() },
+    'must be an object with exit and/or exit_code_actions',
+  ).optional(),
+  permission: permissionDigits.optional(),
   pid: intInRange(1, 2 ** 31 - 1, 'must be a positive integer process id').optional(),
-  owner: z.string({ error: 'must be a string' }).max(LIMITS.principalIdLength).optional(),
+  docker_image: boundedString({
+    maxBytes: LIMITS.dockerImageBytes,
+    allowNewline: false,
+    nonEmpty: true,
+  }).optional(),
+  owner_principal_id: z.string({ error: 'must be a string' }).max(LIMITS.principalIdLength).optional(),
   system: z.boolean({ error: 'must be true or false' }).optional(),
   register_time: fromResult(parseInstant).optional(),
 });
@@ -492,7 +547,7 @@ const appSchema = z.strictObject({
 // ---------------------------------------------------------------------------------------------
 // Errors
 
-const RECORD_PATHS = new Set(['env', 'sec_env', 'behavior.control']);
+const RECORD_PATHS = new Set(['env', 'secret_env', 'behavior.exit_code_actions']);
 
 /** Render a path as `behavior.control["abc"]`, `env["A"]`, `permission[2]`, `daily_limitation.daily_end`. */
 export function formatPath(path: readonly PropertyKey[]): string {
@@ -560,7 +615,71 @@ export function parseAppDefinition(input: unknown, options: ParseOptions = {}): 
   return parseFrom(input, options.trusted === true ? 'bundled' : 'api', options);
 }
 
-function parseFrom(input: unknown, source: Source, options: ParseOptions): AppDefinition {
+/**
+ * Rewrite the names of the definition before App Mesh 3.0's (LEGACY_FIELDS) into 3.0's, in place.
+ * `stored` files may carry a share list in `permission`; it becomes 11 (others denied), the only
+ * safe reading. Returns the legacy names found (the caller rewrites a stored file that had any).
+ */
+function renameLegacyFields(body: Record<string, unknown>, source: Source, problems: string[]): string[] {
+  const found: string[] = [];
+  const move = (from: string, to: string, value: unknown): void => {
+    found.push(from);
+    delete body[from];
+    if (to in body) {
+      problems.push(`${from}: is the old name of ${to}; send only ${to}`);
+      return;
+    }
+    Object.defineProperty(body, to, { value, enumerable: true, writable: true, configurable: true });
+  };
+  if ('status' in body) {
+    const status = body['status'];
+    if (status === 0 || status === 1) move('status', 'enabled', status === 1);
+    else {
+      delete body['status'];
+      problems.push('status: must be 1 (enabled) or 0 (disabled)');
+    }
+  }
+  if ('sec_env' in body) move('sec_env', 'secret_env', body['sec_env']);
+  if ('stdout_cache_num' in body) move('stdout_cache_num', 'stdout_backup_count', body['stdout_cache_num']);
+  if ('retention' in body) move('retention', 'stop_grace_period', body['retention']);
+  if ('owner' in body) move('owner', 'owner_principal_id', body['owner']);
+  if ('cron' in body || 'start_interval_seconds' in body) {
+    const cron = body['cron'];
+    if (cron !== undefined && typeof cron !== 'boolean') problems.push('cron: must be true or false');
+    if ('cron' in body) {
+      found.push('cron');
+      delete body['cron'];
+    }
+    if ('start_interval_seconds' in body) {
+      const target = cron === true ? 'cron_schedule' : 'interval';
+      move('start_interval_seconds', target, body['start_interval_seconds']);
+    } else if (cron === true) {
+      problems.push('cron: use cron_schedule with the cron expression');
+    }
+  }
+  const behavior = body['behavior'];
+  if (isPlainObject(behavior) && 'control' in behavior) {
+    found.push('behavior.control');
+    if ('exit_code_actions' in behavior)
+      problems.push('behavior.control: is the old name of behavior.exit_code_actions; send only the latter');
+    else {
+      const { control, ...rest } = behavior;
+      body['behavior'] = { ...rest, exit_code_actions: control };
+    }
+  }
+  if (source !== 'api' && Array.isArray(body['permission'])) {
+    found.push('permission');
+    body['permission'] = 11;
+  }
+  return found;
+}
+
+function parseFrom(
+  input: unknown,
+  source: Source,
+  options: ParseOptions,
+  onLegacy?: (fields: string[]) => void,
+): AppDefinition {
   if (!isPlainObject(input)) {
     throw invalid([`application definition must be a JSON object, got ${describe(input)}`]);
   }
@@ -576,6 +695,9 @@ function parseFrom(input: unknown, source: Source, options: ParseOptions): AppDe
       continue;
     Object.defineProperty(body, key, { value, enumerable: true, writable: true, configurable: true });
   }
+  const messages: string[] = [];
+  const legacy = renameLegacyFields(body, source, messages);
+  if (legacy.length > 0) onLegacy?.(legacy);
   if (source !== 'bundled' && body['system'] === true) {
     throw invalid(['system: only bundled application files (apps/*.yaml) may set system']);
   }
@@ -583,36 +705,15 @@ function parseFrom(input: unknown, source: Source, options: ParseOptions): AppDe
   if (!('command' in body)) body['command'] = undefined;
 
   const parsed = appSchema.safeParse(body);
-  if (!parsed.success) throw invalid(issueMessages(parsed.error.issues));
+  if (!parsed.success) throw invalid([...messages, ...issueMessages(parsed.error.issues)]);
   const raw = parsed.data;
 
-  const messages: string[] = [];
   const shell = raw.shell ?? false;
   if (!shell && /[\r\n]/.test(raw.command))
     messages.push('command: must not contain line breaks unless shell is true');
-
-  const cron = raw.cron ?? false;
-  let interval: number | string | undefined;
-  if (raw.start_interval_seconds !== undefined) {
-    if (cron) {
-      const result = parseCron(raw.start_interval_seconds);
-      if (result.ok) interval = result.value;
-      else messages.push(`start_interval_seconds: ${result.message}`);
-    } else {
-      const result = parseDuration(raw.start_interval_seconds);
-      if (!result.ok) {
-        const looksCron =
-          typeof raw.start_interval_seconds === 'string' && /\s/.test(raw.start_interval_seconds.trim());
-        messages.push(
-          `start_interval_seconds: ${result.message}${looksCron ? '; set cron: true for a cron expression' : ''}`,
-        );
-      } else if (result.value < 1) messages.push('start_interval_seconds: must be at least 1 second');
-      else interval = result.value;
-    }
-  } else if (cron) {
-    messages.push('start_interval_seconds: is required when cron is true (the cron expression)');
-  }
-
+  if (raw.interval !== undefined && raw.cron_schedule !== undefined)
+    messages.push('interval: give either interval or cron_schedule, not both');
+  if (raw.interval !== undefined && raw.interval < 1) messages.push('interval: must be at least 1 second');
   if (raw.start_time !== undefined && raw.end_time !== undefined && raw.end_time <= raw.start_time) {
     messages.push('end_time: must be after start_time');
   }
@@ -622,16 +723,25 @@ function parseFrom(input: unknown, source: Source, options: ParseOptions): AppDe
   ) {
     messages.push('daily_limitation: daily_start and daily_end must differ');
   }
+  const limit = raw.resource_limit;
+  if (
+    limit?.memory_virt_mb !== undefined &&
+    limit.memory_mb !== undefined &&
+    limit.memory_virt_mb < limit.memory_mb
+  )
+    messages.push('resource_limit.memory_virt_mb: must be at least memory_mb');
+  if (raw.depends_on?.includes(raw.name) === true)
+    messages.push(`depends_on: an application cannot depend on itself (${raw.name})`);
 
   // A masked value is what GET returned: keep the stored value, or refuse when there is none.
-  const previousSecrets = options.previous?.sec_env ?? {};
-  const secEnv = Object.fromEntries(
-    Object.entries(raw.sec_env ?? {}).map(([key, value]): [string, string] => {
+  const previousSecrets = options.previous?.secret_env ?? {};
+  const secretEnv = Object.fromEntries(
+    Object.entries(raw.secret_env ?? {}).map(([key, value]): [string, string] => {
       if (value !== SECRET_MASK) return [key, value];
       const kept = Object.hasOwn(previousSecrets, key) ? previousSecrets[key] : undefined;
       if (kept === undefined) {
         messages.push(
-          `sec_env["${key}"]: "${SECRET_MASK}" stands for a stored value, but there is none to keep`,
+          `secret_env["${key}"]: "${SECRET_MASK}" stands for a stored value, but there is none to keep`,
         );
       }
       return [key, kept ?? value];
@@ -639,18 +749,20 @@ function parseFrom(input: unknown, source: Source, options: ParseOptions): AppDe
   );
   if (messages.length > 0) throw invalid(messages);
 
+  const periodic = raw.interval !== undefined || raw.cron_schedule !== undefined;
   const def: AppDefinition = {
     name: raw.name,
     command: raw.command,
     shell,
+    session_login: raw.session_login ?? false,
     env: raw.env ?? {},
-    sec_env: secEnv,
-    status: raw.status ?? 1,
-    stdout_cache_num: raw.stdout_cache_num ?? 3,
-    cron,
+    secret_env: secretEnv,
+    enabled: raw.enabled ?? true,
+    stdout_backup_count: raw.stdout_backup_count ?? 3,
+    depends_on: raw.depends_on ?? [],
     behavior: {
-      exit: raw.behavior?.exit ?? (interval === undefined ? 'restart' : 'standby'),
-      control: raw.behavior?.control ?? {},
+      exit: raw.behavior?.exit ?? (periodic ? 'standby' : 'restart'),
+      exit_code_actions: raw.behavior?.exit_code_actions ?? {},
     },
     system: source === 'bundled' ? (raw.system ?? false) : false,
     register_time:
@@ -662,93 +774,117 @@ function parseFrom(input: unknown, source: Source, options: ParseOptions): AppDe
   if (raw.health_check_cmd !== undefined) def.health_check_cmd = raw.health_check_cmd;
   if (raw.start_time !== undefined) def.start_time = raw.start_time;
   if (raw.end_time !== undefined) def.end_time = raw.end_time;
-  if (interval !== undefined) def.start_interval_seconds = interval;
+  if (raw.interval !== undefined) def.interval = raw.interval;
+  if (raw.cron_schedule !== undefined) def.cron_schedule = raw.cron_schedule;
   if (raw.daily_limitation !== undefined) {
     def.daily_limitation = {
       daily_start: formatTimeOfDay(raw.daily_limitation.daily_start),
       daily_end: formatTimeOfDay(raw.daily_limitation.daily_end),
     };
   }
-  if (raw.resource_limit !== undefined) {
-    const limit: ResourceLimit = {};
-    if (raw.resource_limit.memory_mb !== undefined) limit.memory_mb = raw.resource_limit.memory_mb;
-    if (raw.resource_limit.cpu_shares !== undefined) limit.cpu_shares = raw.resource_limit.cpu_shares;
-    def.resource_limit = limit;
+  if (raw.stop_grace_period !== undefined) def.stop_grace_period = raw.stop_grace_period;
+  if (limit !== undefined) {
+    const out: ResourceLimit = {};
+    if (limit.cpu_shares !== undefined) out.cpu_shares = limit.cpu_shares;
+    if (limit.memory_mb !== undefined) out.memory_mb = limit.memory_mb;
+    if (limit.memory_virt_mb !== undefined) out.memory_virt_mb = limit.memory_virt_mb;
+    def.resource_limit = out;
   }
-  if (raw.retention !== undefined) def.retention = raw.retention;
   if (raw.permission !== undefined) def.permission = raw.permission;
   if (raw.pid !== undefined) def.pid = raw.pid;
-  if (source !== 'api' && raw.owner !== undefined) def.owner = raw.owner;
+  if (raw.docker_image !== undefined) def.docker_image = raw.docker_image;
+  if (source !== 'api' && raw.owner_principal_id !== undefined)
+    def.owner_principal_id = raw.owner_principal_id;
   return def;
 }
 
 /** The interval in seconds of a periodic (non-cron) app, else undefined. */
-export function intervalSeconds(
-  def: Pick<AppDefinition, 'cron' | 'start_interval_seconds'>,
-): number | undefined {
-  return !def.cron && typeof def.start_interval_seconds === 'number' ? def.start_interval_seconds : undefined;
+export function intervalSeconds(def: Pick<AppDefinition, 'interval'>): number | undefined {
+  return def.interval;
 }
 
 /** The cron expression of a cron-scheduled app, else undefined. */
-export function cronExpression(
-  def: Pick<AppDefinition, 'cron' | 'start_interval_seconds'>,
-): string | undefined {
-  return def.cron && typeof def.start_interval_seconds === 'string' ? def.start_interval_seconds : undefined;
+export function cronExpression(def: Pick<AppDefinition, 'cron_schedule'>): string | undefined {
+  return def.cron_schedule;
+}
+
+/** What other principals may do with the app (tens digit of `permission`); absent = deny. */
+export function othersAccess(def: Pick<AppDefinition, 'permission'>): 'deny' | 'read' | 'write' {
+  const digit = def.permission === undefined ? 1 : Math.floor(def.permission / 10);
+  return digit === 3 ? 'write' : digit === 2 ? 'read' : 'deny';
 }
 
 // ---------------------------------------------------------------------------------------------
 // Views
 
 /**
- * The definition as the API returns it: sec_env values masked, instants as ISO 8601 (UTC),
- * durations in seconds. Runtime fields are added by the supervisor.
+ * The definition as the API returns it (App Mesh 3.0 names): secret_env values masked, instants
+ * as epoch seconds, daily_limitation as seconds of the local day, interval in seconds,
+ * stop_grace_period as a string of seconds (the 3.0 SDKs read it as a string). Runtime fields are
+ * added by the supervisor.
  */
 export function toPublicView(def: AppDefinition): Record<string, unknown> {
-  const view: Record<string, unknown> = { ...plainFields(def) };
-  view['sec_env'] = Object.fromEntries(Object.keys(def.sec_env).map((key) => [key, SECRET_MASK]));
+  const view: Record<string, unknown> = { ...plainFields(def, 'api') };
+  view['secret_env'] = Object.fromEntries(Object.keys(def.secret_env).map((key) => [key, SECRET_MASK]));
   return view;
 }
 
-/** Every field but sec_env, in a stable order, JSON-ready. */
-function plainFields(def: AppDefinition): Record<string, unknown> {
-  const iso = (ms: number): string => new Date(ms).toISOString();
+/**
+ * Every field but secret_env, in a stable order, JSON-ready. The file form keeps instants as
+ * ISO 8601 and daily windows as "HH:MM:SS", which an operator reads more easily.
+ */
+function plainFields(def: AppDefinition, form: 'api' | 'file'): Record<string, unknown> {
+  const instant = (ms: number): string | number =>
+    form === 'file' ? new Date(ms).toISOString() : Math.floor(ms / 1000);
+  const timeOfDay = (text: string): string | number => {
+    if (form === 'file') return text;
+    const parsed = parseTimeOfDay(text);
+    return parsed.ok ? parsed.value : text;
+  };
   const out: Record<string, unknown> = { name: def.name };
   if (def.description !== undefined) out['description'] = def.description;
   out['command'] = def.command;
   out['shell'] = def.shell;
+  out['session_login'] = def.session_login;
   if (def.working_dir !== undefined) out['working_dir'] = def.working_dir;
   out['env'] = { ...def.env };
   if (def.metadata !== undefined) out['metadata'] = def.metadata;
-  out['status'] = def.status;
+  out['enabled'] = def.enabled;
   if (def.health_check_cmd !== undefined) out['health_check_cmd'] = def.health_check_cmd;
-  out['stdout_cache_num'] = def.stdout_cache_num;
-  if (def.start_time !== undefined) out['start_time'] = iso(def.start_time);
-  if (def.end_time !== undefined) out['end_time'] = iso(def.end_time);
-  if (def.start_interval_seconds !== undefined) out['start_interval_seconds'] = def.start_interval_seconds;
-  out['cron'] = def.cron;
-  if (def.daily_limitation !== undefined) out['daily_limitation'] = { ...def.daily_limitation };
+  out['stdout_backup_count'] = def.stdout_backup_count;
+  if (def.start_time !== undefined) out['start_time'] = instant(def.start_time);
+  if (def.end_time !== undefined) out['end_time'] = instant(def.end_time);
+  if (def.interval !== undefined) out['interval'] = def.interval;
+  if (def.cron_schedule !== undefined) out['cron_schedule'] = def.cron_schedule;
+  if (def.daily_limitation !== undefined) {
+    out['daily_limitation'] = {
+      daily_start: timeOfDay(def.daily_limitation.daily_start),
+      daily_end: timeOfDay(def.daily_limitation.daily_end),
+    };
+  }
+  if (def.stop_grace_period !== undefined) out['stop_grace_period'] = String(def.stop_grace_period);
+  if (def.depends_on.length > 0) out['depends_on'] = [...def.depends_on];
   if (def.resource_limit !== undefined) out['resource_limit'] = { ...def.resource_limit };
-  out['behavior'] = { exit: def.behavior.exit, control: { ...def.behavior.control } };
-  if (def.retention !== undefined) out['retention'] = def.retention;
-  if (def.permission !== undefined) out['permission'] = [...def.permission];
+  out['behavior'] = { exit: def.behavior.exit, exit_code_actions: { ...def.behavior.exit_code_actions } };
+  if (def.permission !== undefined) out['permission'] = def.permission;
   if (def.pid !== undefined) out['pid'] = def.pid;
-  if (def.owner !== undefined) out['owner'] = def.owner;
+  if (def.docker_image !== undefined) out['docker_image'] = def.docker_image;
+  if (def.owner_principal_id !== undefined) out['owner_principal_id'] = def.owner_principal_id;
   out['system'] = def.system;
-  out['register_time'] = iso(def.register_time);
+  out['register_time'] = instant(def.register_time);
   return out;
 }
 
 // ---------------------------------------------------------------------------------------------
 // Persistence (work/apps/<name>.yaml and bundled apps/*.yaml)
 
-/** YAML of the definition with every sec_env value encrypted. */
+/** YAML of the definition with every secret_env value encrypted. */
 export function serializeApp(def: AppDefinition, crypter: SecretCrypter): string {
-  const doc = plainFields(def);
-  doc['sec_env'] = Object.fromEntries(
-    Object.entries(def.sec_env).map(([key, value]) => [key, crypter.encrypt(value)]),
+  const doc = plainFields(def, 'file');
+  doc['secret_env'] = Object.fromEntries(
+    Object.entries(def.secret_env).map(([key, value]) => [key, crypter.encrypt(value)]),
   );
-  // The library only for what the small writer declines (metadata objects, unusual characters).
-  return writeBlockYaml(doc) ?? stringifyYaml(doc, { lineWidth: 0 });
+  return writeYaml(doc); // YAML 1.1 and 1.2 safe (util/block-yaml.ts)
 }
 
 export interface DeserializeOptions {
@@ -756,11 +892,14 @@ export interface DeserializeOptions {
   trusted?: boolean;
   /** File name for messages. */
   file?: string;
+  /** Called with the old field names (LEGACY_FIELDS) the file used; its owner may rewrite it. */
+  onLegacy?: (fields: string[]) => void;
 }
 
 /**
- * Parse a persisted definition. sec_env values are decrypted (a plaintext value, as an operator
- * may write in a bundled file, is accepted and encrypted on the next save). Throws
+ * Parse a persisted definition. secret_env values are decrypted (a plaintext value, as an operator
+ * may write in a bundled file, is accepted and encrypted on the next save). Files of the shape
+ * before App Mesh 3.0's names are read through the same aliases as API input. Throws
  * SvcError('invalid_app', '<file>: <problem>').
  */
 export function deserializeApp(
@@ -783,35 +922,43 @@ export function deserializeApp(
   }
   if (!isPlainObject(doc))
     throw invalid([`must be a YAML mapping of application fields, got ${describe(doc)}`], prefix);
-  const secEnv = doc['sec_env'];
-  if (isPlainObject(secEnv)) {
-    const plain: Record<string, unknown> = {};
-    for (const key of Object.keys(secEnv)) {
-      const value = secEnv[key];
-      let decrypted: unknown = value;
-      if (typeof value === 'string' && isEncryptedToken(value)) {
-        try {
-          decrypted = crypter.decrypt(value);
-        } catch (error) {
-          throw new SvcError('invalid_app', `${prefix}sec_env["${key}"]: ${(error as Error).message}`, {
-            cause: error,
-          });
-        }
-      }
-      Object.defineProperty(plain, key, {
-        value: decrypted,
-        enumerable: true,
-        writable: true,
-        configurable: true,
-      });
-    }
-    doc['sec_env'] = plain;
+  for (const field of ['secret_env', 'sec_env']) {
+    const secrets = doc[field];
+    if (isPlainObject(secrets)) doc[field] = decryptAll(secrets, crypter, `${prefix}${field}`);
   }
   try {
-    return parseFrom(doc, options.trusted === true ? 'bundled' : 'stored', {});
+    return parseFrom(doc, options.trusted === true ? 'bundled' : 'stored', {}, options.onLegacy);
   } catch (error) {
     if (error instanceof SvcError)
       throw new SvcError('invalid_app', prefix + error.message, { cause: error });
     throw error;
   }
+}
+
+function decryptAll(
+  secrets: Record<string, unknown>,
+  crypter: SecretCrypter,
+  where: string,
+): Record<string, unknown> {
+  const plain: Record<string, unknown> = {};
+  for (const key of Object.keys(secrets)) {
+    const value = secrets[key];
+    let decrypted: unknown = value;
+    if (typeof value === 'string' && isEncryptedToken(value)) {
+      try {
+        decrypted = crypter.decrypt(value);
+      } catch (error) {
+        throw new SvcError('invalid_app', `${where}["${key}"]: ${(error as Error).message}`, {
+          cause: error,
+        });
+      }
+    }
+    Object.defineProperty(plain, key, {
+      value: decrypted,
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
+  }
+  return plain;
 }

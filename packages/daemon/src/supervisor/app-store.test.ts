@@ -1,6 +1,6 @@
 import { SvcError } from '@svc/protocol';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -24,12 +24,12 @@ describe('AppStore', () => {
   });
 
   it('loads an empty store from a missing directory', async () => {
-    expect(await new AppStore(dir, crypter).loadAll()).toEqual({ apps: [], errors: [] });
+    expect(await new AppStore(dir, crypter).loadAll()).toEqual({ apps: [], errors: [], migrated: [] });
   });
 
   it('saves, loads back and deletes, leaving no temp files', async () => {
     const store = new AppStore(dir, crypter);
-    const web = app('web', { sec_env: { TOKEN: 'hunter2' }, env: { A: '1' } });
+    const web = app('web', { secret_env: { TOKEN: 'hunter2' }, env: { A: '1' } });
     await store.save(web);
     await store.save(app('batch'));
     await store.save({ ...web, description: 'replaced' });
@@ -46,6 +46,86 @@ describe('AppStore', () => {
     await store.delete('web');
     await store.delete('web'); // missing is fine
     expect(await readdir(dir)).toEqual(['batch.yaml']);
+  });
+
+  it('rewrites a file of the shape before App Mesh 3.0 names atomically, once', async () => {
+    await mkdir(dir, { recursive: true });
+    const secret = crypter.encrypt('hunter2');
+    const old = [
+      'name: legacy',
+      'command: sleep 1',
+      'status: 0',
+      'stdout_cache_num: 5',
+      'start_interval_seconds: "*/5 * * * *"',
+      'cron: true',
+      'retention: 30',
+      'behavior:',
+      '  exit: standby',
+      '  control:',
+      '    "1": restart',
+      'permission:',
+      '  - bob',
+      'owner: alice',
+      'sec_env:',
+      `  TOKEN: ${secret}`,
+      'register_time: "2024-01-01T00:00:00.000Z"',
+      '',
+    ].join('\n');
+    await writeFile(join(dir, 'legacy.yaml'), old);
+    const store = new AppStore(dir, crypter);
+    const first = await store.loadAll();
+    expect(first.errors).toEqual([]);
+    expect(first.migrated).toEqual([
+      {
+        file: join(dir, 'legacy.yaml'),
+        fields: expect.arrayContaining([
+          'status',
+          'stdout_cache_num',
+          'cron',
+          'behavior.control',
+          'permission',
+        ]) as unknown,
+      },
+    ]);
+    const def = first.apps[0]!;
+    expect(def).toMatchObject({
+      enabled: false,
+      stdout_backup_count: 5,
+      cron_schedule: '*/5 * * * *',
+      stop_grace_period: 30,
+      behavior: { exit: 'standby', exit_code_actions: { '1': 'restart' } },
+      permission: 11, // a share list cannot be expressed: others denied
+      owner_principal_id: 'alice',
+      secret_env: { TOKEN: 'hunter2' },
+      register_time: Date.UTC(2024, 0, 1),
+    });
+    const text = await readFile(join(dir, 'legacy.yaml'), 'utf8');
+    for (const name of [
+      'status:',
+      'stdout_cache_num',
+      'start_interval_seconds',
+      'cron:',
+      'control:',
+      'sec_env',
+      'owner:',
+    ])
+      expect(text).not.toContain(name);
+    expect(text).not.toContain('hunter2');
+    await store.close();
+    expect((await readdir(dir)).filter((f) => f.startsWith('.'))).toEqual([]);
+    const second = await new AppStore(dir, crypter).loadAll();
+    expect(second.migrated).toEqual([]);
+    expect(second.apps[0]).toEqual(def);
+  });
+
+  it('never rewrites a bundled (trusted) file of the old shape', async () => {
+    await mkdir(dir, { recursive: true });
+    const old = 'name: sys\ncommand: sleep 1\nstatus: 1\nsystem: true\n';
+    await writeFile(join(dir, 'sys.yaml'), old);
+    const loaded = await new AppStore(dir, crypter, { trusted: true }).loadAll();
+    expect(loaded.apps[0]).toMatchObject({ enabled: true, system: true });
+    expect(loaded.migrated).toEqual([]);
+    expect(await readFile(join(dir, 'sys.yaml'), 'utf8')).toBe(old);
   });
 
   it('reports a broken file and leaves it in place', async () => {

@@ -22,6 +22,11 @@ export interface LoadResult {
   apps: AppDefinition[];
   /** Files that could not be read or validated, with the reason; they stay on disk untouched. */
   errors: { file: string; error: string }[];
+  /**
+   * Files that used the names before App Mesh 3.0's and were rewritten (atomically) in the current
+   * shape, with the old names found; `error` when the rewrite failed (the old file still loads).
+   */
+  migrated: { file: string; fields: string[]; error?: string }[];
 }
 
 export interface AppStoreOptions {
@@ -29,11 +34,29 @@ export interface AppStoreOptions {
   trusted?: boolean;
 }
 
+/**
+ * Prefixes of svc's own files next to the apps' files: `.tmp-` (temp files of atomic writes, skipped
+ * when loading work/apps) and `.pool-` (pre-opened output files, deleted at start-up in
+ * work/stdout). An app with such a name would be acknowledged and then lost, so they are refused.
+ */
+export const RESERVED_NAME_PREFIXES: readonly string[] = [TEMP_PREFIX, '.pool-'];
+
+/** Throws invalid_name (400) for a name svc reserves for its own files. */
+export function refuseReservedName(name: string): void {
+  const prefix = RESERVED_NAME_PREFIXES.find((p) => name.startsWith(p));
+  if (prefix !== undefined)
+    throw new SvcError(
+      'invalid_name',
+      `name: names beginning with ${JSON.stringify(prefix)} are reserved for svc's own files`,
+    );
+}
+
 /** The file name of an app, from a validated name only. */
 export function appFileName(name: string): string {
   if (!NAME_PATTERN.test(name) || name === '.' || name === '..') {
     throw new SvcError('invalid_name', `name: must match ${NAME_PATTERN.source}`);
   }
+  refuseReservedName(name);
   return name + SUFFIX;
 }
 
@@ -58,18 +81,27 @@ export class AppStore {
     try {
       entries = await readdir(this.#dir);
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { apps: [], errors: [] };
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { apps: [], errors: [], migrated: [] };
       throw error;
     }
     const apps: AppDefinition[] = [];
     const errors: LoadResult['errors'] = [];
+    const migrated: LoadResult['migrated'] = [];
     for (const file of entries.sort()) {
-      if (!file.endsWith(SUFFIX) || file.startsWith(TEMP_PREFIX)) continue;
+      if (!file.endsWith(SUFFIX)) continue;
       const path = join(this.#dir, file);
+      if (file.startsWith(TEMP_PREFIX)) {
+        // Temp files never end in .yaml (`.tmp-<name>.yaml.<hex>`, `.tmp-pool.<hex>`): this is an
+        // app registered under a reserved name by an older svc. Listed, left in place.
+        errors.push({ file: path, error: `${file}: the name is reserved (rename the app and its file)` });
+        continue;
+      }
+      let legacy: string[] = [];
       try {
         const def = deserializeApp(await readFile(path, 'utf8'), this.#crypter, {
           trusted: this.#trusted,
           file,
+          onLegacy: (fields) => (legacy = fields),
         });
         if (def.name + SUFFIX !== file) {
           throw new SvcError(
@@ -78,11 +110,19 @@ export class AppStore {
           );
         }
         apps.push(def);
+        // Bundled files belong to the install root and are never rewritten.
+        if (legacy.length > 0 && !this.#trusted) {
+          const entry: LoadResult['migrated'][number] = { file: path, fields: legacy };
+          await this.save(def).catch((error: unknown) => {
+            entry.error = error instanceof Error ? error.message : String(error);
+          });
+          migrated.push(entry);
+        }
       } catch (error) {
         errors.push({ file: path, error: error instanceof Error ? error.message : String(error) });
       }
     }
-    return { apps, errors };
+    return { apps, errors, migrated };
   }
 
   /**

@@ -72,6 +72,7 @@ function setup(input: Record<string, unknown>) {
     started: () => undefined,
     exited: () => undefined,
     changed: () => undefined,
+    startBlocker: () => undefined,
     requestRemoval: (app) => removals.push(app.name),
   };
   const def = parseAppDefinition({ name: 'app', command: 'x', ...input }, { now: clock.time });
@@ -175,7 +176,9 @@ describe('AppLifecycle', () => {
   });
 
   it('remove action asks for removal', () => {
-    const { runner, removals, app } = setup({ behavior: { exit: 'standby', control: { '9': 'remove' } } });
+    const { runner, removals, app } = setup({
+      behavior: { exit: 'standby', exit_code_actions: { '9': 'remove' } },
+    });
     app.decide();
     runner.exitLast(9);
     expect(removals).toEqual(['app']);

@@ -23,6 +23,8 @@
 //                 exit recorded  └──────────┘──► removed (remove) · decide (replace, timeout, window)
 //
 //    backoff ──timer──► starting          removed: terminal; REMOVED is published before the purge
+//                                         (a removal's stop publishes no EXIT)
+//    any start whose depends_on is unmet ──► waiting (waitingFor) ──supervisor re-decides──► (decide)
 //
 // Adopted processes (not our children) leave `running` when the supervisor's /proc poll finds them
 // gone (adoptedExited): exit code unknown (EXIT carries undefined), decided as a failed exit. Stop
@@ -45,14 +47,23 @@ import { inWindow, isPeriodic, nextStartTime, windowEnd } from './schedule.ts';
 import type { SupervisorEvent } from './types.ts';
 
 export type AppState =
-  'stopped' | 'scheduled' | 'starting' | 'running' | 'stopping' | 'backoff' | 'disabled' | 'removed';
+  | 'stopped'
+  | 'scheduled'
+  /** A start was due but `depends_on` is not satisfied (see `waitingFor`). */
+  | 'waiting'
+  | 'starting'
+  | 'running'
+  | 'stopping'
+  | 'backoff'
+  | 'disabled'
+  | 'removed';
 
 /** Why a process is being stopped on purpose; none of these triggers an exit behavior. */
 export type StopIntent = 'disable' | 'remove' | 'replace' | 'timeout' | 'window';
 
 /**
  * Stand-in used only to DECIDE the exit behavior of a process whose exit code is unknown (adopted):
- * outside both the exit-status and the signal ranges, so it matches no `behavior.control` entry and
+ * outside both the exit-status and the signal ranges, so it matches no `behavior.exit_code_actions` entry and
  * counts as a failure. It is never reported: EXIT and the output API carry `undefined`.
  */
 export const UNKNOWN_EXIT_CODE = -256;
@@ -106,10 +117,17 @@ export interface LifecycleHost {
   started(app: AppLifecycle, process: RunningProcess): void;
   /** Called after an exit was recorded and EXIT was published. */
   exited(app: AppLifecycle, process: RunningProcess, exitCode: number | undefined): void;
+  /** Why the process ended when svc knows better than its exit code (e.g. an OOM kill), before EXIT. */
+  exitError?(app: AppLifecycle, process: RunningProcess): string | undefined;
   /** Runtime state changed in a way the snapshot should capture. */
   changed(app: AppLifecycle): void;
   /** The exit behavior `remove`, or a transient app's lifecycle ended: remove the app. */
   requestRemoval(app: AppLifecycle): void;
+  /**
+   * Why the app may not start now: the unmet `depends_on` names (it waits), or an error (it stays
+   * stopped, `last_error` says why); undefined when it may start.
+   */
+  startBlocker(app: AppLifecycle): { waitingFor: string[] } | { error: string } | undefined;
 }
 
 export interface Runtime {
@@ -145,6 +163,8 @@ export class AppLifecycle {
   lastStop: StopIntent | undefined;
   /** Last published health. */
   health: 0 | 1 = 0;
+  /** The unmet `depends_on` names while the state is `waiting`. */
+  waitingFor: string[] | undefined;
   /** Last seen process exit was abnormal (non-zero, signal, spawn failure, unknown). */
   #crashed = false;
   #crash: CrashState = INITIAL_CRASH_STATE;
@@ -179,7 +199,7 @@ export class AppLifecycle {
       return;
     }
     const now = this.#host.clock.now();
-    if (this.def.status !== 1) {
+    if (!this.def.enabled) {
       this.#setState('disabled', undefined);
       return;
     }
@@ -205,10 +225,24 @@ export class AppLifecycle {
     }
   }
 
-  /** Spawn a process now. */
+  /** Spawn a process now, unless `depends_on` is unmet (then wait) or the app cannot run. */
   start(): void {
     const host = this.#host;
     const now = host.clock.now();
+    const blocker = host.startBlocker(this);
+    if (blocker !== undefined && 'waitingFor' in blocker) {
+      this.waitingFor = blocker.waitingFor;
+      this.#setState('waiting', undefined);
+      return;
+    }
+    this.waitingFor = undefined;
+    if (blocker !== undefined) {
+      this.runtime.lastError = blocker.error;
+      this.wantRun = false;
+      this.#setState('stopped', undefined);
+      host.changed(this);
+      return;
+    }
     const processUuid = randomUUID();
     this.#setState('starting', undefined);
     this.runtime.uuids = [processUuid, ...this.runtime.uuids].slice(0, KEPT_UUIDS);
@@ -229,6 +263,7 @@ export class AppLifecycle {
     const spawned = host.runner.spawn({
       command: this.def.command,
       shell: this.def.shell,
+      login: this.def.session_login,
       cwd: this.def.working_dir,
       env: prepared.env,
       stdin:
@@ -332,7 +367,9 @@ export class AppLifecycle {
     }
     const done = new Promise<void>((resolve) => this.#stopWaiters.push(resolve));
     if (this.state !== 'stopping') {
-      this.#setState('stopping', this.#host.clock.now() + this.#host.stopGraceMs);
+      const graceMs =
+        this.def.stop_grace_period === undefined ? this.#host.stopGraceMs : this.def.stop_grace_period * 1000;
+      this.#setState('stopping', this.#host.clock.now() + graceMs);
       this.#signal(process, 'SIGTERM');
     }
     return done;
@@ -364,6 +401,8 @@ export class AppLifecycle {
       return this.checkedHealth;
     }
     if (this.state === 'disabled' || this.state === 'removed') return 0;
+    // A system application that is not running is down: it always should be.
+    if (this.def.system && this.state !== 'running' && this.state !== 'starting') return 1;
     // "Should be running but is not": waiting to restart after a crash, or left down by a crash.
     if (this.state === 'backoff') return 1;
     if (
@@ -387,7 +426,7 @@ export class AppLifecycle {
   /** Restore runtime fields from the snapshot. */
   restoreRuntime(runtime: Runtime, wantRun: boolean, crashed: boolean): void {
     Object.assign(this.runtime, runtime);
-    this.wantRun = wantRun;
+    this.wantRun = wantRun || this.def.system; // an older daemon's "left down" never holds for them
     this.#crashed = crashed;
   }
 
@@ -412,19 +451,24 @@ export class AppLifecycle {
     this.#stopIntent = undefined;
     this.lastStop = intent;
     if (intent === 'timeout') error ??= 'stopped: run timeout exceeded';
+    error ??= host.exitError?.(this, process);
     this.runtime.lastExitAt = now;
     this.runtime.returnCode = exitCode;
     this.runtime.lastError = error;
     this.checkedHealth = undefined;
     const code = exitCode ?? UNKNOWN_EXIT_CODE;
-    host.emit({
-      type: 'EXIT',
-      app: this.name,
-      pid: process.pid,
-      exitCode,
-      lastError: error,
-      processUuid: process.processUuid,
-    });
+    // A process stopped by the app's removal has no EXIT: REMOVED (published by the remover right
+    // after) is what a waiter sees, "app removed" rather than the code of the kill.
+    if (intent !== 'remove') {
+      host.emit({
+        type: 'EXIT',
+        app: this.name,
+        pid: process.pid,
+        exitCode,
+        lastError: error,
+        processUuid: process.processUuid,
+      });
+    }
     host.exited(this, process, exitCode);
 
     const waiters = this.#stopWaiters;
@@ -445,7 +489,7 @@ export class AppLifecycle {
     }
     if (this.state === 'removed') return;
 
-    this.#crashed = code !== 0;
+    this.#crashed = code !== 0 || this.def.system; // a system app exiting at all is a failure
     const action = decideExitAction(this.def, code);
     if (this.transient !== undefined || action === 'standby') {
       if (!isPeriodic(this.def)) this.wantRun = false;
@@ -457,7 +501,7 @@ export class AppLifecycle {
     } else {
       const { delayMs, state } = nextBackoff(this.#crash, now - process.startedAt, now);
       this.#crash = state;
-      if (delayMs === 0 && this.def.status === 1 && inWindow(this.def, now)) this.start();
+      if (delayMs === 0 && this.def.enabled && inWindow(this.def, now)) this.start();
       else if (delayMs === 0) this.decide();
       else this.#setState('backoff', now + delayMs);
     }
@@ -526,12 +570,12 @@ export class AppLifecycle {
         return;
       case 'backoff':
         this.#dueAt = undefined;
-        if (this.def.status === 1 && inWindow(this.def, now)) this.start();
+        if (this.def.enabled && inWindow(this.def, now)) this.start();
         else this.decide();
         return;
       case 'scheduled':
         this.#dueAt = undefined;
-        if (this.def.status === 1 && inWindow(this.def, now)) this.start();
+        if (this.def.enabled && inWindow(this.def, now)) this.start();
         else this.decide();
         return;
       case 'stopped':

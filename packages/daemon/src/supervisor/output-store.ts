@@ -9,6 +9,15 @@
 //   in one JS turn too, so a read never lands on a file that was rotated under it.
 // - `exited` (and `exitCode`, when known) is returned only when the process had exited BEFORE the file size was taken and
 //   the read reached that size: a reader that sees it has seen every byte.
+// - Size cap (`maxFileBytes`, default 16 MiB): a file holds at most about that many bytes on disk.
+//   Every TRIM_INTERVAL_MS the current file of each app is checked; over the cap, its oldest bytes
+//   are released by punching a hole over [0, S) (S = size − cap/2, page aligned) through the
+//   daemon's own fd (`fallocate --punch-hole` on /proc/<pid>/fd/<fd>, so a rename at a new start
+//   cannot redirect it). The file's size and every offset stay as they were, so positions stay
+//   continuous and the child's O_APPEND fd needs no change; `start` (the first kept position)
+//   is set and made durable in the snapshot BEFORE the punch, so no read ever returns the hole's
+//   zeros. A read below `start` starts at `start` (the bytes before are gone). Disk per file is
+//   bounded by cap + what the child writes in one interval.
 import {
   closeSync,
   existsSync,
@@ -23,6 +32,7 @@ import {
   watch,
 } from 'node:fs';
 import type { FSWatcher } from 'node:fs';
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { SvcError } from '@svc/protocol';
@@ -35,12 +45,28 @@ const POOL_SIZE = 4;
 export const MAX_READ_BYTES = 1024 * 1024;
 /** Long polls re-stat at this period in case an inotify event is missed (e.g. on NFS). */
 const SAFETY_RESTAT_MS = 500;
+/** Default cap of one output file on disk (`output_max_bytes`). */
+export const DEFAULT_OUTPUT_MAX_BYTES = 16 * 1024 * 1024;
+/** How often current files are checked against the cap. */
+export const TRIM_INTERVAL_MS = 500;
+const PAGE = 4096;
+
+export interface OutputStoreOptions {
+  /** Cap of one file on disk (bytes); default DEFAULT_OUTPUT_MAX_BYTES. */
+  maxFileBytes?: number;
+  /** Makes the new `start` of a file durable (the snapshot) before its bytes are released. */
+  beforeRelease?: () => Promise<void>;
+  /** Reports a failed release (e.g. a filesystem without hole punching): logged by the caller. */
+  onReleaseError?: (app: string, error: Error) => void;
+}
 
 export interface OutputFileInfo {
   processUuid: string | undefined;
   exited: boolean;
   /** Undefined while running, or when the process was adopted and its exit code is unknown. */
   exitCode: number | undefined;
+  /** First position still held (bytes before it were released by the size cap); absent = 0. */
+  start?: number;
 }
 
 interface AppOutput {
@@ -62,14 +88,72 @@ export class OutputStore {
   #refilling = false;
   #refillQueued = false;
   #closed = false;
+  readonly #maxFileBytes: number;
+  readonly #options: OutputStoreOptions;
+  readonly #trimming = new Set<string>();
+  readonly #trimTimer: NodeJS.Timeout;
+  #punchUnsupported = false;
 
-  constructor(dir: string) {
+  constructor(dir: string, options: OutputStoreOptions = {}) {
     this.dir = dir;
+    this.#options = options;
+    this.#maxFileBytes = Math.max(2 * PAGE, options.maxFileBytes ?? DEFAULT_OUTPUT_MAX_BYTES);
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     for (const file of readdirSync(dir)) {
       if (file.startsWith(POOL_PREFIX)) rmSync(join(dir, file), { force: true }); // a previous daemon's
     }
     void this.#refill();
+    this.#trimTimer = setInterval(() => this.#trimAll(), TRIM_INTERVAL_MS);
+    this.#trimTimer.unref();
+  }
+
+  #trimAll(): void {
+    if (this.#punchUnsupported) return;
+    for (const app of this.#apps.keys()) {
+      if (!this.#trimming.has(app)) void this.#trim(app);
+    }
+  }
+
+  /**
+   * Release the oldest bytes of the app's current file when it is over the cap. The fd is opened
+   * in the same JS turn as files[0] is read (a rotation is synchronous too), so it is that file.
+   */
+  async #trim(app: string): Promise<void> {
+    const info = this.#apps.get(app)?.files[0];
+    if (info === undefined) return;
+    let fd: number;
+    try {
+      fd = openSync(this.path(app, 0), 'r');
+    } catch {
+      return;
+    }
+    this.#trimming.add(app);
+    try {
+      const { size } = fstatSync(fd);
+      const start = info.start ?? 0;
+      if (size - start <= this.#maxFileBytes) return;
+      const cut = Math.floor((size - this.#maxFileBytes / 2) / PAGE) * PAGE;
+      if (cut <= start) return;
+      info.start = cut; // reads skip the released bytes from now on
+      await this.#options.beforeRelease?.(); // throws: retried at the next check
+      const punched = await new Promise<Error | undefined>((resolve) =>
+        execFile(
+          'fallocate',
+          ['--punch-hole', '--offset', '0', '--length', String(cut), `/proc/${process.pid}/fd/${fd}`],
+          { timeout: 30_000 },
+          (error) => resolve(error === null ? undefined : new Error(`fallocate: ${error.message}`)),
+        ),
+      );
+      if (punched !== undefined) {
+        this.#punchUnsupported = true; // not retried: the cap is then not enforced (logged once)
+        this.#options.onReleaseError?.(app, punched);
+      }
+    } catch (error) {
+      this.#options.onReleaseError?.(app, error as Error);
+    } finally {
+      closeSync(fd);
+      this.#trimming.delete(app);
+    }
   }
 
   /**
@@ -111,6 +195,7 @@ export class OutputStore {
   /** Close and delete the pooled files (daemon shutdown). */
   close(): void {
     this.#closed = true;
+    clearInterval(this.#trimTimer);
     for (const { path, fd } of this.#pool.splice(0)) {
       closeSync(fd);
       rmSync(path, { force: true });
@@ -261,7 +346,7 @@ export class OutputStore {
       query.maxSize !== undefined && query.maxSize > 0
         ? Math.min(query.maxSize, MAX_READ_BYTES)
         : MAX_READ_BYTES;
-    const position = Math.max(0, Math.floor(query.position));
+    let position = Math.max(file.start ?? 0, Math.floor(query.position));
     const deadline = Date.now() + Math.max(0, query.timeoutMs);
 
     // Open by path and watch in the same JS turn: rotation cannot slip in between.
@@ -301,6 +386,11 @@ export class OutputStore {
             const n = readSync(fd, buffer, got, length - got, position + got);
             if (n === 0) break;
             got += n;
+          }
+          if ((file.start ?? 0) > position) {
+            // Released by the size cap while this read ran: those bytes may be the hole's zeros.
+            position = file.start ?? 0;
+            continue;
           }
           const next = position + got;
           const complete = exited && next >= size;

@@ -66,6 +66,8 @@ export interface GroupUsage {
   processes: number;
   /** The walk stopped at its bound; the sums cover part of the group. */
   truncated: boolean;
+  /** The processes counted as a tree: one line per process, its pid indented two spaces per level. */
+  tree: string;
 }
 
 /** Upper bounds of one group walk: processes visited and /proc files read. */
@@ -82,7 +84,9 @@ export function readGroupUsage(root: number, procRoot = '/proc'): GroupUsage | u
   const first = readProcStatFull(root, procRoot);
   if (first === undefined) return undefined;
   const pgid = first.pgid;
-  const usage: GroupUsage = { rssBytes: 0, cpuTicks: 0, processes: 0, truncated: false };
+  const usage: GroupUsage = { rssBytes: 0, cpuTicks: 0, processes: 0, truncated: false, tree: '' };
+  const lines: string[] = [];
+  const depths: number[] = [0];
   const page = pageSize(procRoot);
   const queue: number[] = [root];
   const seen = new Set<number>();
@@ -97,6 +101,7 @@ export function readGroupUsage(root: number, procRoot = '/proc'): GroupUsage | u
     if (stat.state !== 'Z') usage.rssBytes += stat.rssPages * page;
     usage.cpuTicks += stat.cpuTicks + stat.childTicks;
     usage.processes++;
+    lines.push(`${'  '.repeat(depths[i] ?? 0)}${pid}`);
     if (usage.processes >= GROUP_WALK_MAX_PROCESSES || reads >= GROUP_WALK_MAX_READS) {
       usage.truncated = true;
       break;
@@ -114,14 +119,64 @@ export function readGroupUsage(root: number, procRoot = '/proc'): GroupUsage | u
       }
       try {
         const children = readFileSync(`${procRoot}/${pid}/task/${tid}/children`, 'latin1');
-        for (const child of children.split(' ')) if (child !== '') queue.push(Number(child));
+        for (const child of children.split(' ')) {
+          if (child === '') continue;
+          queue.push(Number(child));
+          depths.push((depths[i] ?? 0) + 1);
+        }
       } catch {
         // thread or process gone
       }
     }
     if (usage.truncated) break;
   }
+  usage.tree = lines.join('\n');
   return usage;
+}
+
+/** Number of open file descriptors of `pid` (readable only for processes the daemon may inspect). */
+export function countOpenFds(pid: number, procRoot = '/proc'): number | undefined {
+  try {
+    return readdirSync(`${procRoot}/${pid}/fd`).length;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The real user id of `pid` (the Uid line of /proc/<pid>/status). */
+export function readProcessUid(pid: number, procRoot = '/proc'): number | undefined {
+  try {
+    const match = /^Uid:\s+(\d+)/m.exec(readFileSync(`${procRoot}/${pid}/status`, 'latin1'));
+    return match === null ? undefined : Number(match[1]);
+  } catch {
+    return undefined;
+  }
+}
+
+let passwdCache: { at: number; names: Map<number, string> } | undefined;
+
+/** The user name of `uid` from /etc/passwd (re-read at most once a minute), else the number. */
+export function userName(uid: number, now = Date.now()): string {
+  if (passwdCache === undefined || now - passwdCache.at > 60_000) {
+    const names = new Map<number, string>();
+    try {
+      for (const line of readFileSync('/etc/passwd', 'utf8').split('\n')) {
+        const [name, , id] = line.split(':');
+        if (
+          name !== undefined &&
+          name !== '' &&
+          id !== undefined &&
+          /^\d+$/.test(id) &&
+          !names.has(Number(id))
+        )
+          names.set(Number(id), name);
+      }
+    } catch {
+      // no /etc/passwd: numbers only
+    }
+    passwdCache = { at: now, names };
+  }
+  return passwdCache.names.get(uid) ?? String(uid);
 }
 
 interface ProcStatFull extends ProcStat {

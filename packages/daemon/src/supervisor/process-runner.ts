@@ -18,6 +18,8 @@ export interface SpawnRequest {
   command: string;
   /** Run through `/bin/sh -c <command>`; otherwise split with a quote-aware splitter, no shell. */
   shell: boolean;
+  /** `session_login`: run through a login shell (`/bin/sh -l -c`), which reads the user's profile. */
+  login?: boolean;
   cwd: string | undefined;
   /** The complete environment of the child. */
   env: Record<string, string>;
@@ -108,9 +110,9 @@ export function createProcessRunner(): ProcessRunner {
       let file: string;
       let args: string[];
       try {
-        if (request.shell) {
+        if (request.shell || request.login === true) {
           file = '/bin/sh';
-          args = ['-c', request.command];
+          args = request.login === true ? ['-l', '-c', request.command] : ['-c', request.command];
         } else {
           const argv = splitCommandLine(request.command);
           if (argv.length === 0) throw new Error('empty command');

@@ -3,8 +3,8 @@ import type { AppBehavior } from '../model/app-definition.ts';
 import type { CrashState } from './restart-policy.ts';
 import { INITIAL_CRASH_STATE, decideExitAction, nextBackoff } from './restart-policy.ts';
 
-const behavior = (exit: AppBehavior['exit'], control: AppBehavior['control'] = {}) => ({
-  behavior: { exit, control },
+const behavior = (exit: AppBehavior['exit'], actions: AppBehavior['exit_code_actions'] = {}) => ({
+  behavior: { exit, exit_code_actions: actions },
 });
 
 describe('decideExitAction', () => {
@@ -37,7 +37,7 @@ describe('decideExitAction', () => {
     expect(decideExitAction(behavior('standby', {}), Number.NaN)).toBe('standby');
     const def = behavior('standby', {});
     expect(decideExitAction(def, 1)).toBe('standby');
-    expect(Object.hasOwn(def.behavior.control, 'toString')).toBe(false);
+    expect(Object.hasOwn(def.behavior.exit_code_actions, 'toString')).toBe(false);
   });
 });
 

@@ -7,15 +7,22 @@ import type { AppDefinition, ExitAction } from '../model/app-definition.ts';
 export type ResolvedExitAction = Exclude<ExitAction, 'keepalive'>;
 
 /**
- * `behavior.control[<code>]` wins when present and means exactly its action (`restart` and
+ * `behavior.exit_code_actions[<code>]` wins when present and means exactly its action (`restart` and
  * `keepalive` both start again, even for code 0). Otherwise `behavior.exit`:
  *   standby -> standby; restart -> restart unless the code is 0 (then standby);
  *   keepalive -> restart; remove -> remove.
  * A signal exit is negative (-9) and therefore a failure.
+ * A system application (part of svc itself, e.g. svc-identity) always restarts, whatever its exit
+ * code or behavior: nothing else would ever start it again.
  */
-export function decideExitAction(def: Pick<AppDefinition, 'behavior'>, exitCode: number): ResolvedExitAction {
+export function decideExitAction(
+  def: Pick<AppDefinition, 'behavior'> & { system?: boolean },
+  exitCode: number,
+): ResolvedExitAction {
+  if (def.system === true) return 'restart';
   const key = String(exitCode === 0 ? 0 : exitCode);
-  const perCode = Object.hasOwn(def.behavior.control, key) ? def.behavior.control[key] : undefined;
+  const actions = def.behavior.exit_code_actions;
+  const perCode = Object.hasOwn(actions, key) ? actions[key] : undefined;
   if (perCode !== undefined) return perCode === 'keepalive' ? 'restart' : perCode;
   switch (def.behavior.exit) {
     case 'standby':

@@ -63,21 +63,22 @@ export function transientDefinition(
     if (isRecord(input['env'])) candidate['env'] = { ...base.env, ...input['env'] };
     else if (input['env'] !== undefined) candidate['env'] = input['env'];
     def = parseAppDefinition(candidate, { now });
-    def.sec_env = { ...base.sec_env };
-    def.stdout_cache_num = 0;
+    def.secret_env = { ...base.secret_env };
+    def.stdout_backup_count = 0;
   } else {
     def = parseAppDefinition(input, { now });
     delete def.start_time;
     delete def.end_time;
-    delete def.start_interval_seconds;
+    delete def.interval;
+    delete def.cron_schedule;
     delete def.daily_limitation;
-    def.cron = false;
-    def.stdout_cache_num = 0;
+    def.stdout_backup_count = 0;
   }
   delete def.pid;
   def.name = transientName(def.name);
-  def.status = 1;
-  def.behavior = { exit: 'standby', control: {} };
-  def.owner = owner;
+  def.enabled = true;
+  def.depends_on = [];
+  def.behavior = { exit: 'standby', exit_code_actions: {} };
+  def.owner_principal_id = owner;
   return def;
 }

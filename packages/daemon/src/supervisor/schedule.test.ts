@@ -6,8 +6,7 @@ const UTC = { tz: 'UTC' };
 /** 2024-03-01 (a Friday) at hh:mm:ss UTC, plus `day` days. */
 const at = (hh: number, mm = 0, ss = 0, day = 0): number => Date.UTC(2024, 2, 1 + day, hh, mm, ss);
 const def = (extra: Partial<ScheduleDefinition> = {}): ScheduleDefinition => ({
-  status: 1,
-  cron: false,
+  enabled: true,
   ...extra,
 });
 const nine2five = { daily_start: '09:00:00', daily_end: '17:00:00' };
@@ -19,7 +18,7 @@ describe('nextStartTime: plain apps', () => {
     expect(nextStartTime(def(), { lastStartAt: at(9), lastExitAt: at(9, 30) }, at(10), UTC)).toBe(at(10));
   });
   it('never starts a disabled app', () => {
-    expect(nextStartTime(def({ status: 0 }), {}, at(10), UTC)).toBeUndefined();
+    expect(nextStartTime(def({ enabled: false }), {}, at(10), UTC)).toBeUndefined();
   });
   it('waits for a future start_time', () => {
     expect(nextStartTime(def({ start_time: at(12) }), {}, at(10), UTC)).toBe(at(12));
@@ -82,7 +81,7 @@ describe('nextStartTime: daily window', () => {
 });
 
 describe('nextStartTime: periodic interval', () => {
-  const every5m = def({ start_interval_seconds: 300 });
+  const every5m = def({ interval: 300 });
   it('starts at once the first time, then every interval', () => {
     expect(nextStartTime(every5m, {}, at(10), UTC)).toBe(at(10));
     expect(nextStartTime(every5m, { lastStartAt: at(10) }, at(10, 1), UTC)).toBe(at(10, 5));
@@ -99,25 +98,25 @@ describe('nextStartTime: periodic interval', () => {
     );
   });
   it('aligns the grid to start_time when set', () => {
-    const d = def({ start_interval_seconds: 3600, start_time: at(8, 30) });
+    const d = def({ interval: 3600, start_time: at(8, 30) });
     expect(nextStartTime(d, {}, at(7), UTC)).toBe(at(8, 30));
     expect(nextStartTime(d, { lastStartAt: at(9, 0) }, at(9, 10), UTC)).toBe(at(9, 30));
     expect(nextStartTime(d, { lastStartAt: at(9, 30) }, at(15, 45), UTC)).toBe(at(16, 30));
   });
   it('moves a slot outside the daily window to the next opening', () => {
-    const d = def({ start_interval_seconds: 3600, daily_limitation: nine2five });
+    const d = def({ interval: 3600, daily_limitation: nine2five });
     expect(nextStartTime(d, { lastStartAt: at(16, 30) }, at(16, 31), UTC)).toBe(at(9, 0, 0, 1));
     expect(nextStartTime(d, { lastStartAt: at(9) }, at(9, 1), UTC)).toBe(at(10));
   });
   it('stops at end_time', () => {
-    const d = def({ start_interval_seconds: 3600, end_time: at(11) });
+    const d = def({ interval: 3600, end_time: at(11) });
     expect(nextStartTime(d, { lastStartAt: at(10) }, at(10, 1), UTC)).toBeUndefined();
     expect(nextStartTime(d, { lastStartAt: at(9, 59) }, at(10, 1), UTC)).toBe(at(10, 59));
   });
 });
 
 describe('nextStartTime: cron', () => {
-  const every5m = def({ cron: true, start_interval_seconds: '*/5 * * * *' });
+  const every5m = def({ cron_schedule: '*/5 * * * *' });
   it('returns the next occurrence, an occurrence at now included', () => {
     expect(nextStartTime(every5m, {}, at(10, 2), UTC)).toBe(at(10, 5));
     expect(nextStartTime(every5m, {}, at(10, 5), UTC)).toBe(at(10, 5));
@@ -131,27 +130,26 @@ describe('nextStartTime: cron', () => {
   });
   it('honours start_time, end_time and the daily window', () => {
     const d = def({
-      cron: true,
-      start_interval_seconds: '0 * * * *',
+      cron_schedule: '0 * * * *',
       start_time: at(12, 30),
       end_time: at(15),
     });
     expect(nextStartTime(d, {}, at(10), UTC)).toBe(at(13));
     expect(nextStartTime(d, { lastStartAt: at(14) }, at(14), UTC)).toBeUndefined();
-    const windowed = def({ cron: true, start_interval_seconds: '0 * * * *', daily_limitation: nine2five });
+    const windowed = def({ cron_schedule: '0 * * * *', daily_limitation: nine2five });
     expect(nextStartTime(windowed, {}, at(16, 30), UTC)).toBe(at(9, 0, 0, 1));
   });
   it('uses the time zone for the expression', () => {
-    const d = def({ cron: true, start_interval_seconds: '0 9 * * *' });
+    const d = def({ cron_schedule: '0 9 * * *' });
     expect(nextStartTime(d, {}, at(10), UTC)).toBe(at(9, 0, 0, 1));
     expect(nextStartTime(d, {}, at(10), { tz: 'Asia/Tokyo' })).toBe(at(0, 0, 0, 1));
   });
   it('supports a six-field expression with seconds', () => {
-    const d = def({ cron: true, start_interval_seconds: '30 * * * * *' });
+    const d = def({ cron_schedule: '30 * * * * *' });
     expect(nextStartTime(d, {}, at(10, 0, 10), UTC)).toBe(at(10, 0, 30));
   });
   it('gives up when no occurrence falls inside the window', () => {
-    const d = def({ cron: true, start_interval_seconds: '0 3 * * *', daily_limitation: nine2five });
+    const d = def({ cron_schedule: '0 3 * * *', daily_limitation: nine2five });
     expect(nextStartTime(d, {}, at(10), UTC)).toBeUndefined();
   });
 });
@@ -201,26 +199,24 @@ describe('helpers', () => {
   });
   it('knows periodic apps', () => {
     expect(isPeriodic(def())).toBe(false);
-    expect(isPeriodic(def({ start_interval_seconds: 5 }))).toBe(true);
-    expect(isPeriodic(def({ cron: true, start_interval_seconds: '* * * * *' }))).toBe(true);
+    expect(isPeriodic(def({ interval: 5 }))).toBe(true);
+    expect(isPeriodic(def({ cron_schedule: '* * * * *' }))).toBe(true);
   });
 });
 
 describe('nextStartTime: cron with a daily window', () => {
   it('jumps over closed hours for a frequent expression', () => {
     const d: ScheduleDefinition = {
-      status: 1,
-      cron: true,
-      start_interval_seconds: '* * * * * *',
+      enabled: true,
+      cron_schedule: '* * * * * *',
       daily_limitation: { daily_start: '09:00:00', daily_end: '17:00:00' },
     };
     expect(nextStartTime(d, {}, Date.UTC(2024, 2, 1, 17), { tz: 'UTC' })).toBe(Date.UTC(2024, 2, 2, 9));
   });
   it('finds a yearly occurrence inside a night window', () => {
     const d: ScheduleDefinition = {
-      status: 1,
-      cron: true,
-      start_interval_seconds: '0 23 1 1 *',
+      enabled: true,
+      cron_schedule: '0 23 1 1 *',
       daily_limitation: { daily_start: '22:00:00', daily_end: '06:00:00' },
     };
     expect(nextStartTime(d, {}, Date.UTC(2024, 2, 1), { tz: 'UTC' })).toBe(Date.UTC(2025, 0, 1, 23));

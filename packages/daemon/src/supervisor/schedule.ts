@@ -4,9 +4,9 @@
 //   start_time / end_time   nothing starts before start_time; nothing starts or runs from end_time on
 //   daily_limitation        starts and runs only inside [daily_start, daily_end) of the local day;
 //                           daily_start > daily_end is a window across midnight
-//   start_interval_seconds  periodic: starts on a grid of `interval` (anchored at start_time, else at
+//   interval                periodic: starts on a grid of `interval` (anchored at start_time, else at
 //                           the last start); missed slots are skipped, never made up in a burst
-//   cron                    the next cron occurrence; occurrences outside the daily window are skipped
+//   cron_schedule           the next cron occurrence; occurrences outside the daily window are skipped
 //
 // "Local" is the host's time zone unless `tz` (an IANA name) is given; tests pass 'UTC'.
 import { cronParser } from '../util/cron-parser.ts';
@@ -15,7 +15,7 @@ import { cronExpression, intervalSeconds, parseTimeOfDay } from '../model/app-de
 
 export type ScheduleDefinition = Pick<
   AppDefinition,
-  'status' | 'start_time' | 'end_time' | 'start_interval_seconds' | 'cron' | 'daily_limitation'
+  'enabled' | 'start_time' | 'end_time' | 'interval' | 'cron_schedule' | 'daily_limitation'
 >;
 
 export interface RunHistory {
@@ -33,7 +33,7 @@ const DAY_SECONDS = 86_400;
 const MAX_CRON_STEPS = 400;
 
 /** Whether the app is periodic (interval or cron), i.e. starts again on its own schedule. */
-export function isPeriodic(def: Pick<AppDefinition, 'start_interval_seconds' | 'cron'>): boolean {
+export function isPeriodic(def: Pick<AppDefinition, 'interval' | 'cron_schedule'>): boolean {
   return intervalSeconds(def) !== undefined || cronExpression(def) !== undefined;
 }
 
@@ -52,7 +52,7 @@ export function nextStartTime(
   now: number,
   options: ScheduleOptions = {},
 ): number | undefined {
-  if (def.status !== 1) return undefined;
+  if (!def.enabled) return undefined;
   const earliest = Math.max(now, def.start_time ?? now);
   const cron = cronExpression(def);
   if (cron !== undefined)

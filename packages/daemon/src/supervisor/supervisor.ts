@@ -10,16 +10,25 @@ import { join } from 'node:path';
 import { pid as daemonPid } from 'node:process';
 import { SvcError } from '@svc/protocol';
 import type { Logger } from '../log/logger.ts';
-import { daemonUser, lookupOsUser, processUser, userEnv, type OsIdentity } from '../util/os-user.ts';
+import { daemonUser, lookupOsUser, userEnv, type OsIdentity } from '../util/os-user.ts';
 import type { AppDefinition } from '../model/app-definition.ts';
-import { parseAppDefinition, toPublicView } from '../model/app-definition.ts';
+import { othersAccess, parseAppDefinition, toPublicView } from '../model/app-definition.ts';
 import type { SecretCrypter } from '../model/secret-crypter.ts';
-import { AppStore } from './app-store.ts';
+import { AppStore, refuseReservedName } from './app-store.ts';
+import { findDependencyCycle, unmetDependencies } from './dependencies.ts';
 import { HealthChecker } from './health.ts';
 import { AppLifecycle } from './lifecycle.ts';
 import type { Clock, LifecycleHost, RunningProcess } from './lifecycle.ts';
 import { OutputStore } from './output-store.ts';
-import { CLOCK_TICKS, isSameProcess, readGroupUsage, readProcStat } from './proc-stats.ts';
+import {
+  CLOCK_TICKS,
+  countOpenFds,
+  isSameProcess,
+  readGroupUsage,
+  readProcStat,
+  readProcessUid,
+  userName,
+} from './proc-stats.ts';
 import { environHasUuid, outputTargets, scanClaimingProcesses } from './orphans.ts';
 import type { ClaimingProcess } from './orphans.ts';
 import { createProcessRunner } from './process-runner.ts';
@@ -53,6 +62,8 @@ export interface SupervisorOptions {
   stopGraceMs?: number;
   /** health_check_cmd period (default 10 s). */
   healthIntervalMs?: number;
+  /** Cap of one output file on disk in bytes (config `output_max_bytes`); default 16 MiB. */
+  outputMaxBytes?: number;
   /** Directory of bundled system apps (*.yaml, loaded trusted). */
   bundledAppsDir?: string;
   /** Bundled apps not to load (e.g. `identity` in external auth mode). */
@@ -115,8 +126,16 @@ function baseEnvironment(): Record<string, string> {
   return env;
 }
 
-const iso = (ms: number | undefined): string | undefined =>
-  ms === undefined ? undefined : new Date(ms).toISOString();
+/** The `name` of an untrusted definition when it is a string (validated by the parse after). */
+function definitionName(definition: unknown): string | undefined {
+  if (typeof definition !== 'object' || definition === null) return undefined;
+  const name: unknown = Object.getOwnPropertyDescriptor(definition, 'name')?.value;
+  return typeof name === 'string' ? name : undefined;
+}
+
+/** Times in the app view are epoch seconds (App Mesh 3.0). */
+const epochSeconds = (ms: number | undefined): number | undefined =>
+  ms === undefined ? undefined : Math.floor(ms / 1000);
 
 export async function createSupervisor(options: SupervisorOptions): Promise<Supervisor> {
   const logger = options.logger.child({ component: 'supervisor' });
@@ -126,8 +145,15 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
   const workDir = options.workDir;
   mkdirSync(workDir, { recursive: true, mode: 0o700 });
   const store = new AppStore(join(workDir, 'apps'), options.crypter);
-  const output = new OutputStore(join(workDir, 'stdout'));
-  const limiter: ResourceLimiter = probeResourceLimiter(logger, options.cgroupRoot);
+  const output = new OutputStore(join(workDir, 'stdout'), {
+    ...(options.outputMaxBytes === undefined ? {} : { maxFileBytes: options.outputMaxBytes }),
+    // The first kept position is durable before the bytes below it are released (TDZ-safe: the
+    // first trim runs a timer interval after start-up).
+    beforeRelease: () => snapshot.flush(),
+    onReleaseError: (app, error) =>
+      logger.warn('output size cap not enforced: releasing old output failed', { app, error }),
+  });
+  const limiter: ResourceLimiter = probeResourceLimiter(logger, options.cgroupRoot, workDir);
   const health = new HealthChecker(options.healthIntervalMs ?? DEFAULT_HEALTH_INTERVAL_MS);
   const baseEnv = baseEnvironment();
   // One KeyObject for every HMAC: createHmac with a raw Buffer re-validates and copies the key
@@ -152,6 +178,19 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
         logger.error('event listener failed', { event: event.type, app: event.app, error });
       }
     }
+    wakeDependents();
+  };
+
+  /**
+   * depends_on: after any start, exit, health, enable/disable or removal, apps waiting for a
+   * dependency look again (once per turn of the event loop, however many events came).
+   */
+  let dependentsWake: Promise<void> | undefined;
+  const wakeDependents = (): void => {
+    dependentsWake ??= Promise.resolve().then(() => {
+      dependentsWake = undefined;
+      for (const app of apps.values()) if (app.state === 'waiting') app.decide();
+    });
   };
 
   /** Serialize mutations of one app. */
@@ -237,7 +276,8 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
   const removeNow = async (app: AppLifecycle, deleteFile = true): Promise<void> => {
     if (app.state === 'removed') return;
     await app.stop('remove');
-    // REMOVED first, then the purge (subscriptions of the app are dropped on this event).
+    // The stop publishes no EXIT (a waiter sees REMOVED alone); REMOVED comes first, then the
+    // purge (subscriptions of the app are dropped on this event).
     emit({ type: 'REMOVED', app: app.name });
     app.markRemoved();
     apps.delete(app.name);
@@ -255,13 +295,13 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
     ...baseEnv,
     ...(def.system ? options.systemEnv : undefined),
     ...def.env,
-    ...def.sec_env,
+    ...def.secret_env,
   });
 
   /** The execution user of an app's processes; throws (the start fails) for an unknown user. */
   const identityOf = (def: AppDefinition): OsIdentity | undefined => {
     if (def.system) return undefined;
-    const name = options.executionUserOf?.(def.owner);
+    const name = options.executionUserOf?.(def.owner_principal_id);
     if (name === undefined) return undefined;
     const identity = lookupOsUser(name);
     if (identity === undefined) throw new Error(`execution user ${name} does not exist on this host`);
@@ -273,6 +313,20 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
     clock,
     stopGraceMs: options.stopGraceMs ?? DEFAULT_STOP_GRACE_MS,
     emit,
+    startBlocker(app) {
+      if (app.def.docker_image !== undefined)
+        return { error: 'docker_image: not supported, no container runtime is configured' };
+      const waitingFor = unmetDependencies(app.def.depends_on, (name) => {
+        const other = apps.get(name);
+        if (other === undefined || other.state === 'removed') return undefined;
+        return {
+          enabled: other.def.enabled,
+          running: other.state === 'running',
+          health: other.computeHealth(),
+        };
+      });
+      return waitingFor.length > 0 ? { waitingFor } : undefined;
+    },
     prepareSpawn(app, processUuid) {
       const user = identityOf(app.def);
       const env = { ...envFor(app.def), ...(user === undefined ? {} : userEnv(user)) };
@@ -281,7 +335,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
       env['SVC_APPLICATION_NAME'] = app.name;
       env['SVC_LAUNCH_TIME'] = new Date(now()).toISOString();
       env['SVC_DAEMON_URL'] = options.daemonUrl;
-      const fd = output.openForProcess(app.name, processUuid, app.def.stdout_cache_num);
+      const fd = output.openForProcess(app.name, processUuid, app.def.stdout_backup_count);
       // The child holds its own copy of the fd once spawned; ours is closed right after.
       queueMicrotask(() => closeSync(fd));
       return { env, outputFd: fd, user };
@@ -291,7 +345,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
       if (process.external === true) {
         // No output to capture, but a (empty) file per process keeps reads by process_uuid and
         // long polls (woken at exit) uniform.
-        closeSync(output.openForProcess(app.name, process.processUuid, app.def.stdout_cache_num));
+        closeSync(output.openForProcess(app.name, process.processUuid, app.def.stdout_backup_count));
       }
       if (app.def.resource_limit !== undefined) {
         limitStatus.set(app.name, limiter.apply(app.name, process.pid, app.def.resource_limit));
@@ -321,8 +375,13 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
       }
       snapshot.schedule();
     },
+    exitError(app) {
+      return app.def.resource_limit === undefined ? undefined : limiter.exitReason(app.name);
+    },
     exited(app, process, exitCode) {
       health.untrack(app.name);
+      // The app's cgroups go with its process (re-created at the next start).
+      if (app.def.resource_limit !== undefined && limiter.version !== undefined) limiter.release(app.name);
       cpuSamples.delete(app.name);
       output.markExited(app.name, process.processUuid, exitCode);
       if (process.adopted) adopted.delete(app);
@@ -348,16 +407,24 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
     v['state'] = app.state;
     if (p !== undefined) {
       v['pid'] = p.pid;
-      v['pid_user'] = p.user ?? (p.adopted ? processUser(p.pid) : undefined) ?? daemonUser();
+      // Without /proc (mutation answers): the user svc started it as; the read below is exact.
+      v['pid_user'] = p.user ?? daemonUser();
       v['process_uuid'] = p.processUuid;
       if (p.external === true) {
         v['adopted'] = true;
         v['output_captured'] = false;
       }
       const group = usage ? readGroupUsage(p.pid) : undefined;
+      if (usage) {
+        const uid = readProcessUid(p.pid);
+        if (uid !== undefined) v['pid_user'] = userName(uid);
+        const fds = countOpenFds(p.pid);
+        if (fds !== undefined) v['fd'] = fds;
+      }
       if (group !== undefined) {
         v['memory'] = group.rssBytes;
         v['processes'] = group.processes;
+        v['pstree'] = group.tree;
         // cpu: percent of one core since the previous view of this process (or since its start).
         const t = now();
         const previous = cpuSamples.get(app.name);
@@ -379,14 +446,16 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
     else if (r.lastExitAt !== undefined) v['return_code'] = null;
     v['health'] = app.computeHealth();
     v['starts'] = r.starts;
-    const set = (key: string, value: string | undefined): void => {
+    const set = (key: string, value: string | number | undefined): void => {
       if (value !== undefined) v[key] = value;
     };
-    set('last_start_time', iso(r.lastStartAt));
-    set('last_exit_time', iso(r.lastExitAt));
-    set('next_start_time', iso(app.nextStartAt));
+    set('last_start_time', epochSeconds(r.lastStartAt));
+    set('last_exit_time', epochSeconds(r.lastExitAt));
+    set('next_start_time', epochSeconds(app.nextStartAt));
     set('last_error', r.lastError);
-    v['stdout_cache_size'] = output.cacheSize(app.name);
+    v['stdout_file_count'] = output.cacheSize(app.name);
+    if (app.state === 'waiting' && app.waitingFor !== undefined) v['waiting_for'] = [...app.waitingFor];
+    if (app.def.owner_principal_id !== undefined) v['owner_display_name'] = app.def.owner_principal_id;
     if (app.def.resource_limit !== undefined) {
       v['resource_limit_status'] =
         limitStatus.get(app.name) ?? (limiter.status === 'supported' ? 'not applied yet' : limiter.status);
@@ -460,6 +529,27 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
         'system_app',
         `${app.name} is a system application and cannot be ${what} through the API`,
       );
+  };
+
+  /**
+   * `enable` of a system application (only svc-admin sees one). One that is enabled but not running
+   * (in its restart backoff) starts now with its crash history forgotten; a running one is left
+   * alone. A disabled one stays refused (spec: re-enabling a system application needs local
+   * access). Nothing is written: system apps are not stored.
+   */
+  const startSystemApp = (app: AppLifecycle): AppView => {
+    if (!app.def.enabled)
+      throw new SvcError(
+        'system_app',
+        `${app.name} is a disabled system application: re-enabling it needs local access to the host`,
+      );
+    if (app.process === undefined && app.state !== 'stopping') {
+      logger.info('system app started on request', { app: app.name, state: app.state });
+      app.resetForRun();
+      app.decide();
+      snapshot.schedule();
+    }
+    return view(app, false);
   };
 
   /** The process key `key` was derived from `uuid` by this installation's secret. */
@@ -592,7 +682,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
         processUuid: winner.processUuid,
         ...(targets.includes(file) ? {} : { stdout: targets[0], stderr: targets[1] }),
       });
-      if (app.def.status !== 1) {
+      if (!app.def.enabled) {
         logger.warn('orphan of a disabled app stopped (deliberate stop)', { app: name, pid: winner.pid });
         void app.stop('disable');
       }
@@ -622,6 +712,11 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
   }
   const stored = await store.loadAll();
   for (const error of stored.errors) logger.error('application file rejected (left in place)', error);
+  for (const entry of stored.migrated) {
+    if (entry.error === undefined)
+      logger.info('application file rewritten with App Mesh 3.0 field names', entry);
+    else logger.error('application file of the old shape could not be rewritten (still loaded)', entry);
+  }
   for (const def of stored.apps) {
     if (loaded.some((d) => d.name === def.name))
       logger.warn('registered app shadowed by a bundled system app', { app: def.name });
@@ -692,10 +787,17 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
     access(name) {
       const app = apps.get(name);
       if (app === undefined) return undefined;
-      return { owner: app.def.owner, shared: app.def.permission ?? [], system: app.def.system };
+      return { owner: app.def.owner_principal_id, others: othersAccess(app.def), system: app.def.system };
     },
     async register(definition, owner) {
-      const parsed = parseAppDefinition(definition, { now: now() });
+      // The definition being replaced lets a masked secret_env value (echoed from GET) keep its value.
+      const named = definitionName(definition);
+      const previous = named === undefined ? undefined : apps.get(named)?.def;
+      const parsed = parseAppDefinition(
+        definition,
+        previous === undefined ? { now: now() } : { now: now(), previous },
+      );
+      refuseReservedName(parsed.name);
       return serial(parsed.name, async () => {
         const existing = apps.get(parsed.name);
         if (existing?.def.system === true) notSystem(existing, 'replaced');
@@ -703,7 +805,10 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
           existing === undefined
             ? parsed
             : parseAppDefinition(definition, { now: now(), previous: existing.def });
-        def.owner = existing?.def.owner ?? owner;
+        def.owner_principal_id = existing?.def.owner_principal_id ?? owner;
+        const cycle = findDependencyCycle(def.name, def.depends_on, (name) => apps.get(name)?.def.depends_on);
+        if (cycle !== undefined)
+          throw new SvcError('invalid_app', `depends_on: dependency cycle ${cycle.join(' -> ')}`);
         if (def.pid !== undefined) return adoptByPid(def, existing);
         // The durable write runs while the process is spawned; the call returns only after both,
         // so an acknowledged definition is never lost. If the write fails, the start is undone.
@@ -751,12 +856,12 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
     },
     async enable(name) {
       const app = mustGet(name);
-      notSystem(app, 're-enabled');
+      if (app.def.system) return serial(name, () => Promise.resolve(startSystemApp(app)));
       return serial(name, async () => {
-        const previousEnabled = app.def.status === 1;
+        const previousEnabled = app.def.enabled;
         if (!previousEnabled) {
           const previousDef = app.def;
-          const def = { ...app.def, status: 1 as const };
+          const def = { ...app.def, enabled: true };
           const saved = store.save(def); // concurrent with the spawn, awaited before acknowledging
           saved.catch(() => undefined);
           app.def = def;
@@ -779,10 +884,10 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
     async disable(name) {
       const app = mustGet(name);
       return serial(name, async () => {
-        const previousEnabled = app.def.status === 1;
+        const previousEnabled = app.def.enabled;
         if (previousEnabled) {
           const previousDef = app.def;
-          const def = { ...app.def, status: 0 as const };
+          const def = { ...app.def, enabled: false };
           // The durable write runs while the process is stopped; both end before acknowledging.
           const saved = def.system ? Promise.resolve() : store.save(def);
           saved.catch(() => undefined);
@@ -872,6 +977,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
       }
       detached = true;
       health.close();
+      limiter.close();
       if (adoptedTimer !== undefined) clearInterval(adoptedTimer);
       adoptedTimer = undefined;
       await snapshot.close();
@@ -904,6 +1010,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
   ): Promise<AppLifecycle> {
     const t = now();
     const def = transientDefinition(input, (name) => apps.get(name)?.def, owner, t);
+    refuseReservedName(def.name);
     const lifecycle =
       Number.isFinite(runOptions.lifecycleSeconds) && runOptions.lifecycleSeconds >= 0
         ? runOptions.lifecycleSeconds

@@ -61,8 +61,10 @@ export interface SupervisorApi {
   list(): AppView[];
   /** undefined when no such app. */
   get(name: string): AppView | undefined;
-  /** Owner of an app (principal id) and the principals it is shared with, for authorization. */
-  access(name: string): { owner: string | undefined; shared: readonly string[]; system: boolean } | undefined;
+  /** Owner of an app (principal id) and what others may do with it, for authorization. */
+  access(
+    name: string,
+  ): { owner: string | undefined; others: 'deny' | 'read' | 'write'; system: boolean } | undefined;
   /**
    * Validate and register (or replace) an app; persists work/apps/<name>.yaml atomically before
    * returning. Throws SvcError('invalid_app', precise message) on a bad definition and

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import {
   authenticateWorker,
   connectionRemoteAddress,
+  hasProcessKey,
   isLoopbackAddress,
   type KeyVerdict,
 } from './worker-auth.ts';
@@ -100,5 +101,57 @@ describe('authenticateWorker', () => {
     expect(superseded).toMatchObject({ code: 'process_superseded', status: 412 });
     expect(unknown).toMatchObject({ code: 'forbidden', status: 403 });
     expect(JSON.stringify([superseded, unknown])).not.toContain(KEY);
+  });
+});
+
+describe('authenticateWorker: relays and pinned sessions', () => {
+  const verify = (_app: string, key: string): KeyVerdict =>
+    key === KEY || key === 'b'.repeat(64) ? 'ok' : 'unknown';
+  const forwarded = { 'x-svc-process-key': KEY, 'x-forwarded-for': '127.0.0.1' };
+
+  it('accepts a key svc-agent relayed from a loopback client, and refuses one relayed from elsewhere', () => {
+    expect(() =>
+      authenticateWorker(
+        { query: {}, headers: forwarded, remoteAddress: '127.0.0.1', relayedByAgent: true },
+        'app',
+        verify,
+      ),
+    ).not.toThrow();
+    expect(() =>
+      authenticateWorker(
+        { query: {}, headers: forwarded, remoteAddress: '192.0.2.7', relayedByAgent: true },
+        'app',
+        verify,
+      ),
+    ).toThrow(expect.objectContaining({ code: 'process_key_transport' }) as Error);
+    // Forwarded without the agent's proof: refused although the socket is loopback.
+    expect(() =>
+      authenticateWorker({ query: {}, headers: forwarded, remoteAddress: '127.0.0.1' }, 'app', verify),
+    ).toThrow(expect.objectContaining({ code: 'process_key_transport' }) as Error);
+  });
+
+  it('pins a bearer-less connection to the first key it presented', () => {
+    const connection = { principalId: undefined };
+    const withKey = (key: string, app = 'app') =>
+      authenticateWorker(
+        { query: {}, headers: { 'x-svc-process-key': key }, remoteAddress: '127.0.0.1', connection },
+        app,
+        verify,
+      );
+    expect(hasProcessKey(connection)).toBe(false);
+    withKey(KEY);
+    expect(hasProcessKey(connection)).toBe(true);
+    withKey(KEY);
+    expect(() => withKey('b'.repeat(64))).toThrow(expect.objectContaining({ code: 'forbidden' }) as Error);
+    expect(() => withKey(KEY, 'other')).toThrow(expect.objectContaining({ code: 'forbidden' }) as Error);
+    // A connection with a bearer is not pinned.
+    const bearer = { principalId: 'alice' };
+    for (const key of [KEY, 'b'.repeat(64)])
+      authenticateWorker(
+        { query: {}, headers: { 'x-svc-process-key': key }, remoteAddress: '::1', connection: bearer },
+        'app',
+        verify,
+      );
+    expect(hasProcessKey(bearer)).toBe(false);
   });
 });

@@ -42,19 +42,41 @@ export function connectionRemoteAddress(
 
 export type KeyVerdict = 'ok' | 'superseded' | 'unknown';
 
+/** What authenticateWorker needs of a persistent connection (api/types.ts PersistentConnection). */
+export interface WorkerConnection {
+  readonly principalId: string | undefined;
+}
+
 export interface WorkerRequest {
   readonly query: Readonly<Record<string, string>>;
   readonly headers: Readonly<Record<string, string>>;
+  /** The peer: the socket's address, or the client's when svc-agent relayed the request. */
   readonly remoteAddress: string;
+  /** True when svc-agent relayed the request and proved it (transports/agent-relay.ts). */
+  readonly relayedByAgent?: boolean | undefined;
+  readonly connection?: WorkerConnection | undefined;
+}
+
+/**
+ * The process key (and its app) a bearer-less persistent connection first presented: the session
+ * serves that one managed process's task RPC only.
+ */
+const pinnedKeys = new WeakMap<WorkerConnection, string>();
+
+/** Whether a bearer-less connection has presented a valid process key (it may then send large frames). */
+export function hasProcessKey(connection: WorkerConnection): boolean {
+  return pinnedKeys.has(connection);
 }
 
 /**
  * Accept a worker request for `app` or throw, in this order:
  * 1. a process-key-like query parameter → 400 obsolete_process_key (even with a valid header);
- * 2. a non-loopback or forwarded (X-Forwarded-For, Forwarded) request → 403 process_key_transport;
+ * 2. a non-loopback or forwarded (X-Forwarded-For, Forwarded) request → 403 process_key_transport,
+ *    unless svc-agent relayed it from a loopback client (relayedByAgent, remoteAddress = the client);
  * 3. no X-Svc-Process-Key header → 400 bad_request;
  * 4. a key of a superseded process of the app → 412 process_superseded;
- * 5. any other key that is not the app's current one → 403 forbidden.
+ * 5. any other key that is not the app's current one → 403 forbidden;
+ * 6. a bearer-less persistent connection that already presented another key → 403 forbidden.
  */
 export function authenticateWorker(
   request: WorkerRequest,
@@ -68,10 +90,11 @@ export function authenticateWorker(
         `a process key in the query string ("${name}") is obsolete; send it only in the X-Svc-Process-Key header`,
       );
   }
-  if (isForwarded(request.headers) || !isLoopbackAddress(request.remoteAddress))
+  const relayed = request.relayedByAgent === true;
+  if ((isForwarded(request.headers) && !relayed) || !isLoopbackAddress(request.remoteAddress))
     throw new SvcError(
       'process_key_transport',
-      'a process key is accepted only on a direct loopback connection to the daemon (not through svc-agent or another proxy)',
+      'a process key is accepted only from this host: a direct loopback connection to the daemon, or svc-agent relaying a loopback client (never through another proxy)',
     );
   const key = request.headers[PROCESS_KEY_HEADER];
   if (key === undefined || key === '')
@@ -84,4 +107,14 @@ export function authenticateWorker(
     );
   if (verdict !== 'ok')
     throw new SvcError('forbidden', `the process key is not valid for application ${app}`);
+  const connection = request.connection;
+  if (connection === undefined || connection.principalId !== undefined) return;
+  const presented = `${app}\0${key.trim()}`;
+  const pinned = pinnedKeys.get(connection);
+  if (pinned === undefined) pinnedKeys.set(connection, presented);
+  else if (pinned !== presented)
+    throw new SvcError(
+      'forbidden',
+      'this connection serves the task RPC of the process whose key it presented first; open another connection for another process',
+    );
 }

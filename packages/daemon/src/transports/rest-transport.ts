@@ -6,17 +6,29 @@ import type { Socket } from 'node:net';
 import { pipeline } from 'node:stream/promises';
 import { SvcError } from '@svc/protocol';
 import type { Dispatch } from '../api/dispatcher.ts';
+import type { Preflight } from '../api/preflight.ts';
 import { errorResponse } from '../api/responses.ts';
-import type { ApiRequest, ApiResponse } from '../api/types.ts';
+import type { ApiResponse } from '../api/types.ts';
 import type { Limits } from '../config/config.ts';
 import type { Logger } from '../log/logger.ts';
 import type { TlsMaterial } from '../tls/certificates.ts';
+import { relayedPeer, type AgentKeyCheck } from './agent-relay.ts';
 import type { ConnectionGuard } from './connection-guard.ts';
+import {
+  answerClientError,
+  closeIdleHttpConnections,
+  guardTlsServer,
+  type GuardedServer,
+  type ListenerLog,
+} from './connection-deadlines.ts';
 import { splitTarget } from './http-target.ts';
+import { preAuthFrameBytes } from './wire-session.ts';
 
 export interface RestTransportOptions {
   tls: TlsMaterial;
   dispatch: Dispatch;
+  /** Checked on method, path and headers before any body is read (api/preflight.ts). */
+  preflight: Preflight;
   limits: Limits;
   guard: ConnectionGuard;
   logger: Logger;
@@ -25,6 +37,15 @@ export interface RestTransportOptions {
    * over as `bodyStream` instead of buffering it (and applies no body-size limit to it).
    */
   streamsBody?: (method: string, path: string) => boolean;
+  /** Recognises svc-agent's key on relayed requests (agent-relay.ts). */
+  checkAgentKey?: AgentKeyCheck;
+}
+
+/** Accounting key of svc-agent's pooled connections (bounded by the agent's pool), apart from loopback clients. */
+const AGENT_POOL_ADDRESS = 'svc-agent-pool';
+
+export function loggerAsListenerLog(logger: Logger): ListenerLog {
+  return (level, message, fields) => logger[level](message, fields);
 }
 
 const METHODS = new Set(['GET', 'PUT', 'POST', 'DELETE']);
@@ -48,31 +69,15 @@ export function createBoundedHttpsServer(tls: TlsMaterial, limits: Limits): Serv
   return server;
 }
 
-export function createRestServer(options: RestTransportOptions): Server {
+export function createRestServer(options: RestTransportOptions): { server: Server; guarded: GuardedServer } {
   const { dispatch, limits, guard, logger } = options;
   const server = createBoundedHttpsServer(options.tls, limits);
-
-  server.on('connection', (socket: Socket) => {
-    const release = guard.admit(socket.remoteAddress ?? 'unknown');
-    if (release === undefined) {
-      logger.warn('connection refused: too many connections', {
-        remote: socket.remoteAddress,
-        listener: 'rest',
-      });
-      socket.destroy();
-      return;
-    }
-    socket.once('close', release);
-  });
-  server.on('tlsClientError', (error, socket) => {
-    logger.debug('TLS handshake failed', { remote: socket.remoteAddress, error });
-  });
-  server.on('clientError', (error, socket) => {
-    logger.debug('malformed HTTP request', { error });
-    if (socket.writable)
-      socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
-    else socket.destroy();
-  });
+  const log = loggerAsListenerLog(logger);
+  const guarded = guardTlsServer(server, { guard, listener: 'rest', log });
+  server.on('clientError', (error: Error & { code?: string }, socket: Socket) =>
+    answerClientError(error, socket, log),
+  );
+  closeIdleHttpConnections(server, limits.idleTimeoutMs);
 
   // `Expect: 100-continue` (curl sends it for large bodies): refuse an oversized body before the
   // client sends it; otherwise let the body come and handle the request as usual.
@@ -119,50 +124,77 @@ export function createRestServer(options: RestTransportOptions): Server {
       send(res, errorResponse(error as SvcError));
       return;
     }
-    if (streamed(req)) {
-      const response = await dispatch({ ...requestOf(req, method, target), bodyStream: req });
-      await respond(res, response);
-      // Refused before the body was read (401, 403, 400): discard the rest, bounded by the request
-      // timeout, so that the client can read the answer.
-      if (!req.readableEnded) req.resume();
+    const peer = relayedPeer(req.socket.remoteAddress ?? 'unknown', req.headers, options.checkAgentKey);
+    if (peer.relayedByAgent) guarded.slotOf(req.socket)?.move(AGENT_POOL_ADDRESS);
+    const headers: Record<string, string> = {};
+    for (const [key, value] of Object.entries(req.headers)) {
+      if (value !== undefined) headers[key] = Array.isArray(value) ? value.join(', ') : value;
+    }
+    // The bearer (or the route's openness) is settled before a byte of the body is buffered.
+    const verdict = await options.preflight({ method, path: target.path, headers });
+    if (typeof verdict !== 'string') {
+      discard(req, res);
+      send(res, verdict);
       return;
     }
+    if (streamed(req)) {
+      // File upload: the operation reads the body as a stream (never buffered whole).
+      const response = await dispatch({
+        method,
+        path: target.path,
+        query: target.query,
+        headers,
+        body: new Uint8Array(0),
+        bodyStream: req,
+        transport: 'rest',
+        remoteAddress: peer.address,
+        relayedByAgent: peer.relayedByAgent,
+        connection: undefined,
+      });
+      await respond(res, response);
+      if (!req.readableEnded) discard(req, res); // refused before the body was read
+      return;
+    }
+    const bodyLimit = verdict === 'full' ? limits.maxBodyBytes : preAuthFrameBytes(limits);
     const declared = Number(req.headers['content-length'] ?? 0);
     // Too large: answer at once and discard the rest of the body (bounded by the request timeout)
     // instead of closing on unread data, which would reset the connection before the client can
     // read the 413.
-    if (declared > limits.maxBodyBytes) {
-      req.resume();
-      send(res, tooLarge(limits.maxBodyBytes));
+    if (declared > bodyLimit) {
+      discard(req, res);
+      send(res, tooLarge(bodyLimit));
       return;
     }
-    const body = await readBody(req, limits.maxBodyBytes);
+    const body = await readBody(req, bodyLimit);
     if (body === undefined) {
-      send(res, tooLarge(limits.maxBodyBytes));
+      send(res, tooLarge(bodyLimit));
       return;
     }
-    const response = await dispatch({ ...requestOf(req, method, target), body });
+    const response = await dispatch({
+      method,
+      path: target.path,
+      query: target.query,
+      headers,
+      body,
+      transport: 'rest',
+      remoteAddress: peer.address,
+      relayedByAgent: peer.relayedByAgent,
+      connection: undefined,
+    });
     await respond(res, response);
   }
 
-  return server;
+  return { server, guarded };
 }
 
-function requestOf(req: IncomingMessage, method: string, target: ReturnType<typeof splitTarget>): ApiRequest {
-  const headers: Record<string, string> = {};
-  for (const [key, value] of Object.entries(req.headers)) {
-    if (value !== undefined) headers[key] = Array.isArray(value) ? value.join(', ') : value;
-  }
-  return {
-    method,
-    path: target.path,
-    query: target.query,
-    headers,
-    body: new Uint8Array(0),
-    transport: 'rest',
-    remoteAddress: req.socket.remoteAddress ?? 'unknown',
-    connection: undefined,
-  };
+/**
+ * Drops the body of a request answered early: read and thrown away for a short while (so that the
+ * client can read the answer instead of a reset), and the connection closed after the answer, so
+ * that an unauthenticated peer cannot keep streaming into it.
+ */
+function discard(req: IncomingMessage, res: ServerResponse): void {
+  res.shouldKeepAlive = false;
+  req.resume();
 }
 
 function tooLarge(limit: number): ApiResponse {

@@ -7,7 +7,9 @@ import type { Limits } from '../config/config.ts';
 import type { Logger } from '../log/logger.ts';
 import type { TlsMaterial } from '../tls/certificates.ts';
 import type { ConnectionGuard } from './connection-guard.ts';
-import { WireSession } from './wire-session.ts';
+import { guardTlsServer } from './connection-deadlines.ts';
+import { loggerAsListenerLog } from './rest-transport.ts';
+import { WireSession, preAuthFrameBytes } from './wire-session.ts';
 
 export interface TcpTransportOptions {
   tls: TlsMaterial;
@@ -26,26 +28,22 @@ export function createTcpServer(options: TcpTransportOptions): Server {
     handshakeTimeout: limits.headersTimeoutMs,
   });
   server.maxConnections = limits.maxConnections;
-  server.on('tlsClientError', (error, socket) => {
-    logger.debug('TLS handshake failed', { remote: socket.remoteAddress, error });
-  });
+  // Counted from accept; a handshake that fails or exceeds handshakeTimeout destroys the socket.
+  guardTlsServer(server, { guard, listener: 'tcp', log: loggerAsListenerLog(logger) });
   server.on('secureConnection', (socket: TLSSocket) => {
     const remote = socket.remoteAddress ?? 'unknown';
-    const release = guard.admit(remote);
-    if (release === undefined) {
-      logger.warn('connection refused: too many connections', { remote, listener: 'tcp' });
-      socket.destroy();
-      return;
-    }
     socket.setNoDelay(true);
     socket.setKeepAlive(true, 30_000);
-    const decoder = new FrameDecoder({ maxBodyBytes: limits.maxFrameBytes });
+    // Small frames until the connection authenticates (bearer or process key), then the limit.
+    const decoder = new FrameDecoder({ maxBodyBytes: preAuthFrameBytes(limits) });
     let corked = false;
     const session = new WireSession({
       transport: 'tcp',
       remoteAddress: remote,
       dispatch: options.dispatch,
       logger,
+      idleTimeoutMs: limits.idleTimeoutMs,
+      onAuthenticated: () => (decoder.maxBodyBytes = limits.maxFrameBytes),
       sink: {
         // Writes made in one turn of the event loop (an event pushed to many subscriptions, a
         // burst of responses) leave in one writev: cork on the first, uncork after the turn.
@@ -99,7 +97,6 @@ export function createTcpServer(options: TcpTransportOptions): Server {
     socket.on('error', (error) => logger.debug('TCP socket error', { remote, error }));
     socket.once('close', () => {
       clearInterval(stallTimer);
-      release();
       session.markClosed();
     });
   });

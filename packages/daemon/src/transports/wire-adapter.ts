@@ -9,6 +9,7 @@ export function toApiRequest(
   message: Request,
   connection: PersistentConnection,
   remoteAddress: string,
+  relayedByAgent = false,
 ): ApiRequest {
   const headers: Record<string, string> = {};
   for (const [key, value] of Object.entries(message.headers)) headers[key.toLowerCase()] = value;
@@ -22,6 +23,7 @@ export function toApiRequest(
     body: message.body,
     transport: connection.transport,
     remoteAddress,
+    relayedByAgent,
     connection,
   };
 }

@@ -7,7 +7,16 @@ import { SvcError } from '@svc/protocol';
 import type { Dispatch } from '../api/dispatcher.ts';
 import type { PersistentConnection } from '../api/types.ts';
 import type { Logger } from '../log/logger.ts';
+import { hasProcessKey } from '../tasks/worker-auth.ts';
+import { IdleDeadline } from './connection-deadlines.ts';
 import { toApiRequest, toWireError, toWireResponse } from './wire-adapter.ts';
+
+/** Largest frame a persistent connection may send before it authenticates (bearer or process key). */
+export const PRE_AUTH_MAX_FRAME_BYTES = 1024 * 1024;
+
+export function preAuthFrameBytes(limits: { maxFrameBytes: number }): number {
+  return Math.min(PRE_AUTH_MAX_FRAME_BYTES, limits.maxFrameBytes);
+}
 
 export interface WireSink {
   /** Write one encoded message (the transport adds framing). */
@@ -24,6 +33,8 @@ export interface WireSink {
 export interface WireSessionOptions {
   transport: 'tcp' | 'wss';
   remoteAddress: string;
+  /** svc-agent relayed this session and proved it (agent-relay.ts); remoteAddress is its client. */
+  relayedByAgent?: boolean;
   dispatch: Dispatch;
   sink: WireSink;
   logger: Logger;
@@ -33,6 +44,13 @@ export interface WireSessionOptions {
   upgradeTargetHost?: string | undefined;
   maxInFlight?: number;
   maxBufferedBytes?: number;
+  /**
+   * Close the session after this long without a request while it is not authenticated (no bearer
+   * pinned; a worker session counts as idle between its fetches only when none is in flight).
+   */
+  idleTimeoutMs?: number;
+  /** Called once, when the session first counts as authenticated (the transport lifts its frame cap). */
+  onAuthenticated?: () => void;
 }
 
 export class WireSession implements PersistentConnection {
@@ -44,10 +62,33 @@ export class WireSession implements PersistentConnection {
   #inFlight = 0;
   #paused = false;
   #closed = false;
+  #authenticatedSeen = false;
+  readonly #idle: IdleDeadline | undefined;
 
   constructor(options: WireSessionOptions) {
     this.#options = options;
     this.transport = options.transport;
+    const idleMs = options.idleTimeoutMs;
+    this.#idle =
+      idleMs === undefined
+        ? undefined
+        : new IdleDeadline(
+            idleMs,
+            () => {
+              options.logger.debug('closing idle unauthenticated connection', {
+                transport: this.transport,
+                remote: options.remoteAddress,
+              });
+              options.sink.close('idle');
+            },
+            // An authenticated session may wait silently for pushes (subscriptions): not idle.
+            () => this.#inFlight > 0 || this.principalId !== undefined,
+          );
+  }
+
+  /** A bearer is pinned, or a valid process key was presented (wire frames may then be large). */
+  get authenticated(): boolean {
+    return this.principalId !== undefined || hasProcessKey(this);
   }
 
   get closed(): boolean {
@@ -57,6 +98,7 @@ export class WireSession implements PersistentConnection {
   /** Handle one decoded frame body. Undecodable messages close the connection (spec: TCP framing). */
   receive(body: Uint8Array): void {
     if (this.#closed) return;
+    this.#idle?.touch();
     let message;
     try {
       message = decodeRequest(body);
@@ -77,6 +119,11 @@ export class WireSession implements PersistentConnection {
     }
     void this.#run(message).finally(() => {
       this.#inFlight--;
+      this.#idle?.touch();
+      if (!this.#authenticatedSeen && this.authenticated) {
+        this.#authenticatedSeen = true;
+        this.#options.onAuthenticated?.();
+      }
       if (this.#paused && this.#inFlight < (this.#options.maxInFlight ?? 256) / 2) {
         this.#paused = false;
         if (!this.#closed) this.#options.sink.resume();
@@ -87,7 +134,7 @@ export class WireSession implements PersistentConnection {
   async #run(message: ReturnType<typeof decodeRequest>): Promise<void> {
     let response: Response;
     try {
-      const request = toApiRequest(message, this, this.#options.remoteAddress);
+      const request = toApiRequest(message, this, this.#options.remoteAddress, this.#options.relayedByAgent);
       const upgrade = this.#options.upgradeAuthorization;
       const target = this.#options.upgradeTargetHost;
       const inherit: Record<string, string> = {};
@@ -136,6 +183,7 @@ export class WireSession implements PersistentConnection {
   markClosed(): void {
     if (this.#closed) return;
     this.#closed = true;
+    this.#idle?.stop();
     for (const callback of this.#closeCallbacks.splice(0)) {
       try {
         callback();

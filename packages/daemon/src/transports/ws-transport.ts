@@ -12,7 +12,9 @@ import type { Authenticator, Dispatch } from '../api/dispatcher.ts';
 import type { Limits } from '../config/config.ts';
 import type { Logger } from '../log/logger.ts';
 import { connectionRemoteAddress } from '../tasks/worker-auth.ts';
-import { WireSession } from './wire-session.ts';
+import { relayedPeer, type AgentKeyCheck } from './agent-relay.ts';
+import { endThenDestroy, type GuardedServer } from './connection-deadlines.ts';
+import { WireSession, preAuthFrameBytes } from './wire-session.ts';
 
 export const WS_SUBPROTOCOL = 'svc-ws';
 /** Prefix of the sub-protocol entry that carries the bearer (browsers cannot set `Authorization`). */
@@ -28,6 +30,23 @@ export interface WsTransportOptions {
    * accepted; throws SvcError to refuse it (forwarding/: malformed or not an allowed target).
    */
   checkTargetHost?: (header: string) => void;
+  /** Recognises svc-agent's key on relayed upgrades (agent-relay.ts). */
+  checkAgentKey?: AgentKeyCheck;
+  /** The REST listener's connection accounting: a relayed session is counted against its client. */
+  guarded?: GuardedServer;
+}
+
+/**
+ * Sets the largest message a WebSocket accepts from now on. `ws` fixes maxPayload per server; its
+ * receiver reads the private `_maxPayload` per frame, so a session starts with the
+ * pre-authentication cap and is raised once it authenticates. False when this `ws` has no such
+ * field (the caller then keeps the server-wide limit; the reliability tests would notice).
+ */
+function setMaxPayload(ws: WebSocket, bytes: number): boolean {
+  const receiver = (ws as unknown as { _receiver?: { _maxPayload?: unknown } })._receiver;
+  if (receiver === undefined || typeof receiver._maxPayload !== 'number') return false;
+  receiver._maxPayload = bytes;
+  return true;
 }
 
 export function attachWsTransport(server: Server, options: WsTransportOptions): WebSocketServer {
@@ -45,7 +64,10 @@ export function attachWsTransport(server: Server, options: WsTransportOptions): 
 
   async function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     const reject = (status: number, reason: string): void => {
-      socket.end(`HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+      endThenDestroy(
+        socket,
+        `HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`,
+      );
     };
     const protocols = (req.headers['sec-websocket-protocol'] ?? '').split(',').map((p) => p.trim());
     if (!protocols.includes(WS_SUBPROTOCOL)) {
@@ -59,10 +81,24 @@ export function attachWsTransport(server: Server, options: WsTransportOptions): 
       } catch (error) {
         if (!(error instanceof SvcError)) throw error;
         const body = JSON.stringify(error.toBody());
-        socket.end(
+        endThenDestroy(
+          socket,
           `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status] ?? ''}\r\nConnection: close\r\n` +
             `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
         );
+        return;
+      }
+    }
+    const peer = relayedPeer(req.socket.remoteAddress ?? 'unknown', req.headers, options.checkAgentKey);
+    if (peer.relayedByAgent) {
+      // Counted against the agent's client (not the agent's loopback address) from now on.
+      const slot = options.guarded?.slotOf(req.socket);
+      if (slot !== undefined && !slot.move(peer.address)) {
+        logger.warn('connection refused: too many connections', {
+          remote: peer.address,
+          listener: 'wss-relayed',
+        });
+        reject(503, 'Service Unavailable');
         return;
       }
     }
@@ -87,12 +123,19 @@ export function attachWsTransport(server: Server, options: WsTransportOptions): 
       }
     }
     wss.handleUpgrade(req, socket, head, (ws: WebSocket) => {
-      const remote = connectionRemoteAddress(req.socket.remoteAddress ?? 'unknown', req.headers);
+      const remote = peer.relayedByAgent
+        ? peer.address
+        : connectionRemoteAddress(req.socket.remoteAddress ?? 'unknown', req.headers);
+      if (principalId === undefined && !setMaxPayload(ws, preAuthFrameBytes(limits)))
+        logger.error('cannot cap WebSocket frames before authentication (ws internals changed)', {});
       const session = new WireSession({
         transport: 'wss',
         remoteAddress: remote,
+        relayedByAgent: peer.relayedByAgent,
         dispatch: options.dispatch,
         logger,
+        idleTimeoutMs: limits.idleTimeoutMs,
+        onAuthenticated: () => void setMaxPayload(ws, limits.maxFrameBytes),
         upgradeAuthorization: authorization,
         upgradeTargetHost: targetHost,
         sink: {

@@ -8,7 +8,7 @@
 // real and effective uid and gid and the user's supplementary groups, then execs the command (same
 // pid, so process groups, signals and the output fd behave as without it).
 import { execFileSync } from 'node:child_process';
-import { existsSync, statSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { userInfo } from 'node:os';
 
 export interface OsIdentity {
@@ -23,7 +23,6 @@ export interface OsIdentity {
 const USER_NAME = /^[A-Za-z_][A-Za-z0-9_.-]{0,31}$/;
 const CACHE_MS = 5_000;
 const cache = new Map<string, { at: number; identity: OsIdentity | undefined }>();
-const namesByUid = new Map<number, { at: number; name: string }>();
 
 function run(file: string, args: string[]): string | undefined {
   try {
@@ -53,24 +52,6 @@ export function lookupOsUser(name: string): OsIdentity | undefined {
   }
   cache.set(name, { at: Date.now(), identity });
   return identity;
-}
-
-/** The name of uid (for `pid_user`); the number as text when the user database has none. */
-export function userNameOf(uid: number): string {
-  const cached = namesByUid.get(uid);
-  if (cached !== undefined && Date.now() - cached.at < CACHE_MS) return cached.name;
-  const name = run('getent', ['passwd', String(uid)])?.split(':')[0] || String(uid);
-  namesByUid.set(uid, { at: Date.now(), name });
-  return name;
-}
-
-/** The OS user that owns process `pid` (from /proc), or undefined when it is gone. */
-export function processUser(pid: number): string | undefined {
-  try {
-    return userNameOf(statSync(`/proc/${pid}`).uid);
-  } catch {
-    return undefined;
-  }
 }
 
 /** The daemon's own user name. */

@@ -33,9 +33,9 @@ const mark = randomUUID();
 /** name -> definition part of the view the daemon answered when it was registered. */
 const registered = new Map<string, Record<string, unknown>>();
 
-/** Disabled (status 0) so that no random command ever runs; marked so its processes could be found. */
+/** Disabled (enabled: false) so that no random command ever runs; marked so its processes could be found. */
 function safeBody(body: Record<string, unknown>): Record<string, unknown> {
-  return { ...body, status: 0, env: { ...(body['env'] as object), [MARK_VARIABLE]: mark } };
+  return { ...body, enabled: false, env: { ...(body['env'] as object), [MARK_VARIABLE]: mark } };
 }
 
 beforeAll(async () => {

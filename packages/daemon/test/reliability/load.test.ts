@@ -59,7 +59,7 @@ beforeAll(async () => {
               shell: true,
               env: { [MARK_VARIABLE]: mark },
             }
-          : { command: 'true', status: 0, env: { [MARK_VARIABLE]: mark } },
+          : { command: 'true', enabled: false, env: { [MARK_VARIABLE]: mark } },
       }),
       `register load-${i}`,
     );

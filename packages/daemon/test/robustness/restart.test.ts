@@ -104,14 +104,14 @@ describe('daemon restart keeps apps running and re-attaches', () => {
     const rest = first.rest();
     const admin = await first.token('admin');
     const definitions: Record<string, Record<string, unknown>> = {
-      'keep-disabled': { command: 'sleep 600', status: 0, description: 'disabled at registration' },
+      'keep-disabled': { command: 'sleep 600', enabled: false, description: 'disabled at registration' },
       'keep-env': {
         command: 'echo "$GREETING"',
         shell: true,
         env: { GREETING: 'hello' },
         behavior: { exit: 'standby' },
       },
-      'keep-secret': { command: 'true', sec_env: { KEY: 'v' }, behavior: { exit: 'standby' } },
+      'keep-secret': { command: 'true', secret_env: { KEY: 'v' }, behavior: { exit: 'standby' } },
       'keep-replaced': { command: 'echo first', shell: true, behavior: { exit: 'standby' } },
     };
     const registered = new Map<string, AppView>();
@@ -166,7 +166,6 @@ function definitionOf(app: AppView): Record<string, unknown> {
   const runtime = new Set([
     'state',
     'pid',
-    'pid_user',
     'process_uuid',
     'return_code',
     'health',
@@ -177,7 +176,10 @@ function definitionOf(app: AppView): Record<string, unknown> {
     'last_exit_time',
     'next_start_time',
     'last_error',
-    'stdout_cache_size',
+    'stdout_file_count',
+    'fd',
+    'pstree',
+    'pid_user',
   ]);
   return Object.fromEntries(Object.entries(app).filter(([key]) => !runtime.has(key)));
 }

@@ -1,4 +1,4 @@
-// sec_env values: the process sees them, nothing else does. Not the API (any transport), not the
+// secret_env values: the process sees them, nothing else does. Not the API (any transport), not the
 // definition file, the snapshot or the log, not the process table; and they survive a restart
 // (decrypted from disk for the next process).
 import { execFile } from 'node:child_process';
@@ -33,7 +33,7 @@ async function filesUnder(dir: string): Promise<string[]> {
   return out;
 }
 
-describe('sec_env', () => {
+describe('secret_env', () => {
   it('reaches the process and nothing else, and survives a restart', async () => {
     // Unique per run so that a hit can only come from this test.
     const secret = `super-secret-value-${randomUUID()}`;
@@ -48,13 +48,13 @@ describe('sec_env', () => {
           command: 'echo "token=$TOKEN"; exec sleep 600',
           shell: true,
           env: { VISIBLE: 'plain' },
-          sec_env: { TOKEN: secret },
+          secret_env: { TOKEN: secret },
         },
       }),
       'register',
     );
     expect(JSON.stringify(registered)).not.toContain(secret);
-    expect(Object.keys(registered['sec_env'] as object)).toEqual(['TOKEN']);
+    expect(Object.keys(registered['secret_env'] as object)).toEqual(['TOKEN']);
     const running = await waitRunning(first, 'keeper');
 
     // The owner reading its own output is fine: the process did receive the value.

@@ -170,11 +170,11 @@ describe('a tombstoned principal', () => {
       expect(self).toMatchObject({ principal_id: 'test-developer', status: 'tombstoned' });
     }
     // The refusals changed nothing: the app is still there as registered.
-    const app = ok<{ command: string; owner: string }>(
+    const app = ok<{ command: string; owner_principal_id: string }>(
       await rest.call('GET', '/svc/app/dev-owned', { token: admin }),
       'app still there',
     );
-    expect(app).toMatchObject({ command: 'sleep 600', owner: 'test-developer' });
+    expect(app).toMatchObject({ command: 'sleep 600', owner_principal_id: 'test-developer' });
   });
 });
 

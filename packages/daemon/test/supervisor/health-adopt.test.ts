@@ -314,14 +314,14 @@ describe('a definition write that fails undoes the start', () => {
     expect(f.sup.get('lost')).toBeUndefined();
     expect(existsSync(join(f.dir, 'work/apps/lost.yaml/x'))).toBe(true); // what was there stays
     const types = eventsOf(f, 'lost').map((e) => e.type);
-    expect(types).toEqual(['START', 'EXIT', 'REMOVED']);
+    expect(types).toEqual(['START', 'REMOVED']); // a removal's stop publishes no EXIT
     const pid = (eventsOf(f, 'lost', 'START')[0] as { pid: number }).pid;
     await waitFor(() => !alive(pid), { what: 'process of the unsaved app gone' });
   });
 
   it('run: the transient app is started, then stopped and removed; the caller gets the error', async () => {
     f = await fixture();
-    await f.sup.register({ name: 'tmpl', command: 'sleep 60', status: 0 }, 'a');
+    await f.sup.register({ name: 'tmpl', command: 'sleep 60', enabled: false }, 'a');
     // The apps directory replaced by a file: neither the pooled temp file nor a fresh one can be renamed.
     rmSync(join(f.dir, 'work/apps'), { recursive: true, force: true });
     writeFileSync(join(f.dir, 'work/apps'), '');
@@ -332,7 +332,7 @@ describe('a definition write that fails undoes the start', () => {
     expect(started).toHaveLength(1);
     const name = started[0]!.app;
     expect(f.sup.get(name)).toBeUndefined();
-    expect(eventsOf(f, name).map((e) => e.type)).toEqual(['START', 'EXIT', 'REMOVED']);
+    expect(eventsOf(f, name).map((e) => e.type)).toEqual(['START', 'REMOVED']);
     const pid = (started[0] as { pid: number }).pid;
     await waitFor(() => !alive(pid), { what: 'process of the unsaved run gone' });
     rmSync(join(f.dir, 'work/apps'));
@@ -347,7 +347,7 @@ describe('a definition write that fails undoes the start', () => {
     expect(f.sup.get('keep')?.['command']).toBe('sleep 60');
     expect(f.sup.get('keep')?.['state']).toBe('running');
     await expect(f.sup.disable('keep')).rejects.toThrow();
-    expect(f.sup.get('keep')?.['status']).toBe(1);
+    expect(f.sup.get('keep')?.['enabled']).toBe(true);
     expect(f.sup.get('keep')?.['state']).toBe('running');
     expect(eventsOf(f, 'keep', 'STATUS').map((e) => (e as { enabled: boolean }).enabled)).toEqual([
       false,

@@ -331,7 +331,7 @@ describe('orphan recovery at start-up', () => {
     loseSnapshot();
     // The enable that started it never became durable: the stored definition says disabled.
     const yaml = join(f.dir, 'work/apps', `${name}.yaml`);
-    writeFileSync(yaml, `${readFileSync(yaml, 'utf8')}\nstatus: 0\n`.replace(/^status: 1\n/m, ''));
+    writeFileSync(yaml, `${readFileSync(yaml, 'utf8')}\nenabled: false\n`.replace(/^enabled: true\n/m, ''));
 
     const b = await f.make();
     await waitFor(() => !alive(pid), { what: 'the orphan of a disabled app to be stopped' });

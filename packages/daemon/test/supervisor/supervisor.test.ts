@@ -1,6 +1,6 @@
 // Integration tests of the supervisor with real processes in temp dirs.
 import { spawn } from 'node:child_process';
-import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { SvcError } from '@svc/protocol';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -21,7 +21,7 @@ describe('start, stop and exit codes', () => {
       { name: 'zero', command: 'true', behavior: { exit: 'standby' } },
       'alice',
     );
-    expect(view['owner']).toBe('alice');
+    expect(view['owner_principal_id']).toBe('alice');
     expect((await waitExit(f, 'zero')).exitCode).toBe(0);
     await f.sup.register(
       { name: 'three', command: 'sh -c "exit 3"', behavior: { exit: 'standby' } },
@@ -114,20 +114,28 @@ describe('exit behaviors', () => {
     const view = f.sup.get('crash');
     expect(view?.['starts']).toBe(2);
     expect(view?.['health']).toBe(1);
-    expect(Date.parse(String(view?.['next_start_time']))).toBeGreaterThan(Date.now() + 500);
+    expect((Number(view?.['next_start_time']) + 1) * 1000).toBeGreaterThan(Date.now() + 500);
   });
 
-  it('applies behavior.control per exit code: remove and standby', async () => {
+  it('applies behavior.exit_code_actions per exit code: remove and standby', async () => {
     f = await fixture();
     await f.sup.register(
-      { name: 'ctl', command: 'sh -c "exit 4"', behavior: { exit: 'restart', control: { '4': 'remove' } } },
+      {
+        name: 'ctl',
+        command: 'sh -c "exit 4"',
+        behavior: { exit: 'restart', exit_code_actions: { '4': 'remove' } },
+      },
       'a',
     );
     await waitFor(() => eventsOf(f, 'ctl', 'REMOVED').length === 1, { what: 'REMOVED' });
     expect(f.sup.get('ctl')).toBeUndefined();
     expect(eventsOf(f, 'ctl').map((e) => e.type)).toEqual(['START', 'EXIT', 'REMOVED']);
     await f.sup.register(
-      { name: 'sb', command: 'sh -c "exit 5"', behavior: { exit: 'restart', control: { '5': 'standby' } } },
+      {
+        name: 'sb',
+        command: 'sh -c "exit 5"',
+        behavior: { exit: 'restart', exit_code_actions: { '5': 'standby' } },
+      },
       'a',
     );
     await waitExit(f, 'sb');
@@ -141,11 +149,11 @@ describe('exit behaviors', () => {
     await f.sup.disable('svc');
     await waitExit(f, 'svc');
     expect(f.sup.get('svc')?.['state']).toBe('disabled');
-    expect(readFileSync(join(f.dir, 'work/apps/svc.yaml'), 'utf8')).toMatch(/status: 0/);
+    expect(readFileSync(join(f.dir, 'work/apps/svc.yaml'), 'utf8')).toMatch(/enabled: false/);
     expect(eventsOf(f, 'svc', 'START')).toHaveLength(1);
     await f.sup.enable('svc');
     expect(f.sup.get('svc')?.['state']).toBe('running');
-    expect(readFileSync(join(f.dir, 'work/apps/svc.yaml'), 'utf8')).toMatch(/status: 1/);
+    expect(readFileSync(join(f.dir, 'work/apps/svc.yaml'), 'utf8')).toMatch(/enabled: true/);
     const status = eventsOf(f, 'svc', 'STATUS');
     expect(status).toEqual([
       { type: 'STATUS', app: 'svc', enabled: false, previousEnabled: true },
@@ -153,11 +161,15 @@ describe('exit behaviors', () => {
     ]);
   });
 
-  it('remove publishes EXIT then REMOVED and deletes the files', async () => {
+  it('remove stops the process without EXIT, publishes REMOVED and deletes the files', async () => {
     f = await fixture();
-    await f.sup.register({ name: 'gone', command: 'sleep 60' }, 'a');
+    const started = await f.sup.register({ name: 'gone', command: 'sleep 60' }, 'a');
+    const pid = started['pid'] as number;
     await f.sup.remove('gone');
-    expect(eventsOf(f, 'gone').map((e) => e.type)).toEqual(['START', 'EXIT', 'REMOVED']);
+    // The process the delete stops gets no EXIT: a waiter sees "app removed" (REMOVED) alone.
+    expect(eventsOf(f, 'gone').map((e) => e.type)).toEqual(['START', 'REMOVED']);
+    expect(alive(pid)).toBe(false);
+    expect(existsSync(join(f.dir, 'work/apps/gone.yaml'))).toBe(false);
     expect(f.sup.get('gone')).toBeUndefined();
     await expect(f.sup.remove('gone')).rejects.toMatchObject({ code: 'app_not_found' });
     await expect(f.sup.readOutput('gone', query())).rejects.toBeInstanceOf(SvcError);
@@ -165,7 +177,7 @@ describe('exit behaviors', () => {
 });
 
 describe('process environment and input', () => {
-  it('injects env, sec_env and SVC_* variables; writes metadata to stdin; honours working_dir', async () => {
+  it('injects env, secret_env and SVC_* variables; writes metadata to stdin; honours working_dir', async () => {
     f = await fixture();
     const cwd = join(f.dir, 'cwd');
     mkdirSync(cwd);
@@ -177,7 +189,7 @@ describe('process environment and input', () => {
         command:
           'echo "A=$A S=$S N=$SVC_APPLICATION_NAME U=$SVC_DAEMON_URL K=$SVC_PROCESS_KEY L=$SVC_LAUNCH_TIME"\npwd\ncat',
         env: { A: 'plain' },
-        sec_env: { S: 'hidden' },
+        secret_env: { S: 'hidden' },
         metadata: { job: 42 },
         behavior: { exit: 'standby' },
       },
@@ -241,14 +253,14 @@ describe('output', () => {
     expect(exitCode).toBe(0);
   });
 
-  it('rotates files with stdout_cache_num and pins reads by process_uuid', async () => {
+  it('rotates files with stdout_backup_count and pins reads by process_uuid', async () => {
     f = await fixture();
     await f.sup.register(
       {
         name: 'rot',
         shell: true,
         command: 'echo run-$SVC_LAUNCH_TIME; exit 1',
-        stdout_cache_num: 2,
+        stdout_backup_count: 2,
         behavior: { exit: 'restart' },
       },
       'a',
@@ -264,7 +276,7 @@ describe('output', () => {
     const older = await f.sup.readOutput('rot', query({ index: 1 }));
     expect(older.output.equals(pinned.output)).toBe(true);
     expect((await f.sup.readOutput('rot', query({ index: 0 }))).processUuid).toBe(second);
-    expect(f.sup.get('rot')?.['stdout_cache_size']).toBe(1);
+    expect(f.sup.get('rot')?.['stdout_file_count']).toBe(1);
     await expect(f.sup.readOutput('rot', query({ processUuid: 'nope' }))).rejects.toMatchObject({
       code: 'not_found',
     });
@@ -274,10 +286,10 @@ describe('output', () => {
     expect(end.position).toBe((await f.sup.readOutput('rot', query())).position);
   });
 
-  it('drops the oldest file beyond stdout_cache_num', async () => {
+  it('drops the oldest file beyond stdout_backup_count', async () => {
     f = await fixture();
     await f.sup.register(
-      { name: 'r1', command: 'sh -c "exit 1"', stdout_cache_num: 1, behavior: { exit: 'restart' } },
+      { name: 'r1', command: 'sh -c "exit 1"', stdout_backup_count: 1, behavior: { exit: 'restart' } },
       'a',
     );
     await waitExit(f, 'r1', 2);
@@ -442,7 +454,13 @@ describe('runs', () => {
   it('run copies an existing app with metadata and env and removes it after its lifecycle', async () => {
     f = await fixture();
     await f.sup.register(
-      { name: 'tmpl', shell: true, command: 'echo "$GREETING"; cat', env: { GREETING: 'hi' }, status: 0 },
+      {
+        name: 'tmpl',
+        shell: true,
+        command: 'echo "$GREETING"; cat',
+        env: { GREETING: 'hi' },
+        enabled: false,
+      },
       'a',
     );
     const { name, process_uuid } = await f.sup.run(
@@ -473,7 +491,11 @@ describe('system apps and validation', () => {
       code: 'system_app',
     });
     await expect(b.remove('sys')).rejects.toMatchObject({ code: 'system_app' });
-    await expect(b.enable('sys')).rejects.toMatchObject({ code: 'system_app' });
+    await waitFor(() => b.get('sys')?.['pid'] as number | undefined, { what: 'sys running' });
+    const pid = b.get('sys')?.['pid'];
+    await expect(b.enable('sys')).resolves.toMatchObject({ pid }); // running: left alone
+    await b.disable('sys');
+    await expect(b.enable('sys')).rejects.toMatchObject({ code: 'system_app' }); // disabled: refused
     await expect(b.register({ name: 'bad name', command: 'true' }, 'a')).rejects.toMatchObject({
       code: 'invalid_app',
     });

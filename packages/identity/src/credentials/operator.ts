@@ -113,14 +113,26 @@ async function boundPorts(home: string): Promise<Record<string, unknown>> {
   };
 }
 
-/** The issuer's token endpoint: port from work/ports.json `issuer`, else SVC_ISSUER_PORT, else 6062. */
-export async function tokenEndpoint(home: string, env: NodeJS.ProcessEnv): Promise<string> {
-  const bound = (await boundPorts(home))['issuer'];
-  const port = typeof bound === 'number' && bound > 0 ? bound : Number(env['SVC_ISSUER_PORT'] || 6062);
-  return `http://127.0.0.1:${port}/auth/token`;
+/**
+ * The port of `listener` as this SVC_HOME's instance recorded it (work/ports.json and the records
+ * of svc-identity and svc-auth-admin). Never a default port: on a machine with another svc
+ * instance, the default port is that instance's, and a helper action reaches only its own.
+ */
+async function ownPort(home: string, listener: 'issuer' | 'admin_ui', what: string): Promise<number> {
+  const bound = (await boundPorts(home))[listener];
+  if (typeof bound === 'number' && Number.isInteger(bound) && bound > 0 && bound < 65536) return bound;
+  throw new OperatorError(
+    `${what} of ${home} is unreachable: its work/ports.json records no ${listener} listener (is svc running in builtin mode with this SVC_HOME?)`,
+    EXIT_UNREACHABLE,
+  );
 }
 
-/** The administration UI: port from work/ports.json `admin_ui`, else SVC_AUTH_ADMIN_LISTEN, else 127.0.0.1:6064. */
+/** The issuer's token endpoint, on the `issuer` port this SVC_HOME's instance recorded. */
+export async function tokenEndpoint(home: string, _env: NodeJS.ProcessEnv): Promise<string> {
+  return `http://127.0.0.1:${await ownPort(home, 'issuer', 'the issuer')}/auth/token`;
+}
+
+/** The administration UI, on the `admin_ui` port this SVC_HOME's instance recorded. */
 export async function adminUiUrl(home: string, env: NodeJS.ProcessEnv): Promise<string> {
   const setting = (env['SVC_AUTH_ADMIN_UI'] ?? '').trim().toLowerCase();
   if (setting === 'off')
@@ -128,10 +140,7 @@ export async function adminUiUrl(home: string, env: NodeJS.ProcessEnv): Promise<
       'the administration UI is disabled (SVC_AUTH_ADMIN_UI=off): it is the only management transport, so it is unreachable; set SVC_AUTH_ADMIN_UI=on and restart svc',
       EXIT_UNREACHABLE,
     );
-  const bound = (await boundPorts(home))['admin_ui'];
-  if (typeof bound === 'number' && bound > 0) return `http://127.0.0.1:${bound}`;
-  const listen = env['SVC_AUTH_ADMIN_LISTEN'] || '127.0.0.1:6064';
-  return `http://${listen}`;
+  return `http://127.0.0.1:${await ownPort(home, 'admin_ui', 'the administration UI')}`;
 }
 
 // ---- HTTP ---------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 // The bundled system application `authadmin` (apps/authadmin.yaml) in a real daemon: it loads as a
-// system app, and the REST API refuses to re-enable (or disable, replace, delete) it — re-enabling
-// needs local access (spec "Administration UI"). The bundled file is copied into a temp SVC_HOME
+// system app, and the REST API refuses to disable, replace or delete it; enable of the running app
+// changes nothing (re-enabling a disabled system app needs local access, spec "Administration UI"). The bundled file is copied into a temp SVC_HOME
 // with its command replaced by `sleep`, so the test does not start the real UI on 6064.
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -31,16 +31,17 @@ describe('system application authadmin', () => {
     });
   });
 
-  it('cannot be re-enabled (or otherwise changed) through the REST API: 403 system_app', async () => {
+  it('cannot be changed through the REST API: 403 system_app; enable of the running app is a no-op', async () => {
     const rest = daemon.rest();
     const token = await daemon.token('admin');
     const app = await rest.call('GET', '/svc/app/authadmin', { token });
     expect(app.status, app.text()).toBe(200);
     expect(app.json()).toMatchObject({ name: 'authadmin', system: true });
+    const enabled = await rest.call('POST', '/svc/app/authadmin/enable', { token });
+    expect(enabled.status, enabled.text()).toBe(200);
+    expect(enabled.json<{ pid?: number }>().pid).toBe(app.json<{ pid?: number }>().pid);
     for (const [method, path, body] of [
-      ['POST', '/svc/app/authadmin/enable', undefined],
       ['POST', '/svc/app/authadmin/disable', undefined],
-      ['POST', '/svc/app/authadmin/enable', undefined],
       ['PUT', '/svc/app/authadmin', { command: 'sleep 1' }],
       ['DELETE', '/svc/app/authadmin', undefined],
     ] as const) {

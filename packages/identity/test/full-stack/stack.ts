@@ -59,7 +59,7 @@ async function readJson(file: string): Promise<Record<string, number>> {
   }
 }
 
-function runScript(
+export function runScript(
   home: string,
   args: string[],
   stdin: string,

@@ -29,7 +29,7 @@ export function appAccess(context: Ctx, name: string) {
 /** Checks `permission` on one app: app-manage-all, or owner, or shared with the caller. */
 export function requireAppPermission(context: Ctx, name: string, permission: Permission) {
   const access = appAccess(context, name);
-  authorizeApp(context.principal!, permission, { owner: access.owner, shared: access.shared });
+  authorizeApp(context.principal!, permission, { owner: access.owner, others: access.others });
   return access;
 }
 
@@ -67,7 +67,7 @@ export const appOperations: Operation<Services>[] = [
       if (!principal.permissions.has('app-view-all')) {
         if (!principal.permissions.has('app-view'))
           throw new SvcError('forbidden', 'permission app-view is required');
-        authorizeApp(principal, 'app-view', { owner: access.owner, shared: access.shared });
+        authorizeApp(principal, 'app-view', { owner: access.owner, others: access.others });
       }
       const app = context.services.supervisor.get(name);
       if (app === undefined) throw new SvcError('app_not_found', `no application named ${name}`);
@@ -107,7 +107,7 @@ export const appOperations: Operation<Services>[] = [
       let owner = context.principal!.id;
       if (existing !== undefined) {
         refuseSystem(existing, name);
-        authorizeApp(context.principal!, 'app-reg', { owner: existing.owner, shared: existing.shared });
+        authorizeApp(context.principal!, 'app-reg', { owner: existing.owner, others: existing.others });
         owner = existing.owner ?? owner;
       }
       if (connection === undefined || selection === undefined) {
@@ -116,7 +116,7 @@ export const appOperations: Operation<Services>[] = [
       // Atomic registration + subscription: the subscription exists before the process can start,
       // so even a process that exits in microseconds has its START, STDOUT and EXIT delivered.
       const principal = context.principal!;
-      authorizeApp(principal, 'app-subscribe', { owner, shared: existing?.shared ?? [] });
+      authorizeApp(principal, 'app-subscribe', { owner, others: existing?.others ?? 'deny' });
       const subscription = context.services.events.subscribe(connection, principal, name, selection);
       let app;
       try {
@@ -144,7 +144,7 @@ export const appOperations: Operation<Services>[] = [
       if (access.owner !== principal.id) {
         if (!principal.permissions.has('app-delete'))
           throw new SvcError('forbidden', 'permission app-delete is required');
-        authorizeApp(principal, 'app-delete', { owner: access.owner, shared: access.shared });
+        authorizeApp(principal, 'app-delete', { owner: access.owner, others: access.others });
       }
       await context.services.supervisor.remove(name);
       return json({ name, removed: true });
@@ -158,7 +158,9 @@ export const appOperations: Operation<Services>[] = [
     summary: `${action === 'enable' ? 'Enable' : 'Disable'} an application`,
     async handle(context) {
       const name = context.params['name']!;
-      refuseSystem(requireAppPermission(context, name, 'app-control'), name);
+      const access = requireAppPermission(context, name, 'app-control');
+      // enable starts a system app that is down (docs/decisions.md); disable stays refused.
+      if (action === 'disable') refuseSystem(access, name);
       const supervisor = context.services.supervisor;
       return json(action === 'enable' ? await supervisor.enable(name) : await supervisor.disable(name));
     },

@@ -64,7 +64,7 @@ export const eventOperations: Operation<Services>[] = [
       const selection = parseEventList(context.request.query['events']);
       const access = appAccess(context, name);
       const principal = context.principal!;
-      authorizeApp(principal, 'app-subscribe', { owner: access.owner, shared: access.shared });
+      authorizeApp(principal, 'app-subscribe', { owner: access.owner, others: access.others });
       return json(
         subscriptionBody(context.services.events.subscribe(connection, principal, name, selection)),
       );

@@ -7,8 +7,6 @@ import { requireAppPermission } from './apps.ts';
 import { optionalDurationMs } from './query.ts';
 import { DEFAULT_RUN_LIFECYCLE_SECONDS } from '../../supervisor/runs.ts';
 
-const MAX_RUN_SECONDS = 24 * 3600;
-
 function runInput(context: OperationContext<Services>): {
   input: unknown;
   timeoutSeconds: number;
@@ -27,14 +25,10 @@ function runInput(context: OperationContext<Services>): {
   // A new command without a name runs as "run-<id>".
   const named =
     record['command'] !== undefined && record['name'] === undefined ? { ...record, name: 'run' } : record;
+  // No cap below the query maximum: App Mesh 3.0 clients send timeout=P2D, lifecycle=P2DT12H
+  // (as seconds) by default; timers re-arm past setTimeout's 24.8-day limit.
   const timeoutMs = optionalDurationMs(context.request.query, 'timeout');
   const lifecycleMs = optionalDurationMs(context.request.query, 'lifecycle');
-  for (const [key, ms] of [
-    ['timeout', timeoutMs],
-    ['lifecycle', lifecycleMs],
-  ] as const)
-    if (ms !== undefined && ms > MAX_RUN_SECONDS * 1000)
-      throw new SvcError('invalid_query', `${key}: at most ${MAX_RUN_SECONDS} seconds`);
   return {
     input: named,
     timeoutSeconds: timeoutMs === undefined ? 0 : timeoutMs / 1000,

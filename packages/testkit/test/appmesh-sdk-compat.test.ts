@@ -1,0 +1,122 @@
+// The App Mesh 3.0 SDK compatibility test (test/compat/README.md): App Mesh's own Python SDK, fetched
+// from PyPI at test time and renamed to svc, drives one real svcd started by `svc-testkit serve`.
+// Each pytest case (one SDK call on one transport) is one case here, so a run lists exactly which
+// calls svc answers as the SDK expects.
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const run = promisify(execFile);
+const REPO = resolve(import.meta.dirname, '../../..');
+const SUITE = join(REPO, 'test/compat');
+const TESTKIT = join(REPO, 'packages/testkit/bin/svc-testkit.js');
+/** The SDK's dependencies (not the SDK itself), kept between runs; the SDK is fetched anew each run. */
+const VENV = join(REPO, 'node_modules/.cache/svc-appmesh-compat/venv');
+const PYTHON = join(VENV, 'bin/python');
+const REQUIREMENTS = ['requests', 'websocket-client', 'msgpack', 'aniso8601', 'pytest'];
+
+async function ensureVenv(): Promise<void> {
+  const marker = join(VENV, '.svc-ready');
+  const wanted = REQUIREMENTS.join(' ');
+  if (existsSync(marker) && (await readFile(marker, 'utf8')) === wanted) return;
+  await rm(VENV, { recursive: true, force: true });
+  try {
+    await run('python3', ['-m', 'venv', VENV]);
+  } catch (error) {
+    throw new Error(`python3 with venv is needed: run script/test-deps.sh (${String(error)})`, {
+      cause: error,
+    });
+  }
+  await run(PYTHON, ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', ...REQUIREMENTS], {
+    timeout: 300_000,
+  });
+  await writeFile(marker, wanted);
+}
+
+const sdkDir = await mkdtemp(join(tmpdir(), 'svc-appmesh-sdk-'));
+await ensureVenv();
+await run(PYTHON, [join(SUITE, 'fetch_sdk.py'), sdkDir], { timeout: 120_000 });
+const pytestEnv: NodeJS.ProcessEnv = {
+  PATH: process.env['PATH'],
+  HOME: process.env['HOME'],
+  PYTHONPATH: `${sdkDir}:${SUITE}`,
+  PYTHONDONTWRITEBYTECODE: '1',
+  SVC_TESTKIT_COMMAND: JSON.stringify([process.execPath, TESTKIT, 'serve', '--json']),
+};
+const PYTEST_ARGS = ['-m', 'pytest', '-p', 'no:cacheprovider', '-q'];
+const collected = await run(PYTHON, [...PYTEST_ARGS, '--collect-only'], { cwd: SUITE, env: pytestEnv });
+const CASES = collected.stdout
+  .split('\n')
+  .map((line) => line.trim())
+  .filter((line) => line.startsWith('test_') && line.includes('::'));
+
+interface CaseResult {
+  outcome: 'passed' | 'failed' | 'skipped';
+  message: string;
+}
+
+/** pytest's JUnit XML: one <testcase> per case, with a <failure>/<error>/<skipped> child unless it passed. */
+function parseJunit(xml: string): Map<string, CaseResult> {
+  const results = new Map<string, CaseResult>();
+  const unescape = (text: string): string =>
+    text
+      .replace(/&lt;/g, '<')
+      .replace(/&gt;/g, '>')
+      .replace(/&quot;/g, '"')
+      .replace(/&#10;/g, '\n')
+      .replace(/&amp;/g, '&');
+  for (const match of xml.matchAll(/<testcase ([^>]*?)(?:\/>|>([\s\S]*?)<\/testcase>)/g)) {
+    const attributes = new Map<string, string>();
+    for (const m of match[1]!.matchAll(/(\w+)="([^"]*)"/g)) attributes.set(m[1]!, m[2]!);
+    const id = `${(attributes.get('classname') ?? '').split('.').join('/')}.py::${unescape(attributes.get('name') ?? '')}`;
+    const body = match[2] ?? '';
+    const problem =
+      /<(failure|error|skipped)([^>]*)>([\s\S]*?)<\/\1>|<(failure|error|skipped)([^>]*)\/>/.exec(body);
+    if (problem === null) results.set(id, { outcome: 'passed', message: '' });
+    else {
+      const kind = problem[1] ?? problem[4];
+      const text = unescape(`${problem[2] ?? problem[5] ?? ''}\n${problem[3] ?? ''}`);
+      results.set(id, { outcome: kind === 'skipped' ? 'skipped' : 'failed', message: text.slice(-6000) });
+    }
+  }
+  return results;
+}
+
+describe('App Mesh 3.0 Python SDK (renamed to svc) against a real svcd', () => {
+  let results = new Map<string, CaseResult>();
+  let pytestOutput = '';
+
+  beforeAll(async () => {
+    const junit = join(sdkDir, 'junit.xml');
+    const done = await run(PYTHON, [...PYTEST_ARGS, `--junitxml=${junit}`, '-o', 'junit_family=xunit1'], {
+      cwd: SUITE,
+      env: pytestEnv,
+      timeout: 900_000,
+      maxBuffer: 64 * 1024 * 1024,
+    }).catch((error: { stdout?: string; stderr?: string }) => ({
+      stdout: error.stdout ?? '',
+      stderr: error.stderr ?? '',
+    }));
+    pytestOutput = `${done.stdout}\n${done.stderr}`;
+    results = parseJunit(await readFile(junit, 'utf8').catch(() => ''));
+  }, 960_000);
+
+  afterAll(async () => {
+    await rm(sdkDir, { recursive: true, force: true });
+  });
+
+  it('collects the suite', () => {
+    expect(CASES.length).toBeGreaterThan(40);
+  });
+
+  it.each(CASES)('%s', (id) => {
+    const result = results.get(id);
+    if (result === undefined)
+      throw new Error(`pytest reported nothing for ${id}:\n${pytestOutput.slice(-4000)}`);
+    if (result.outcome !== 'passed') throw new Error(`${result.outcome}: ${result.message}`);
+  });
+});

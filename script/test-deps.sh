@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs what the tests need beyond npm (run by `npm test` as its pretest step, and so by .ci/run):
+#   chromium                      administration UI tests (playwright-core drives the Debian browser)
+#   openssl, procps               test certificates; process checks
+#   python3 + venv + pip          the App Mesh 3.0 SDK compatibility suite (test/compat)
+#   python3-yaml (PyYAML)         stored app definitions read back by a YAML 1.1 reader
+# Installed with apt-get when missing (root on Debian); otherwise it stops at once naming the one
+# command that installs them. A machine that has everything returns at once without touching apt.
+set -euo pipefail
+
+missing=()
+have() { command -v "$1" >/dev/null 2>&1; }
+[ -x /usr/bin/chromium ] || missing+=(chromium)
+have openssl || missing+=(openssl)
+have ps || missing+=(procps)
+if ! have python3; then
+  missing+=(python3 python3-venv python3-pip)
+else
+  python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || missing+=(python3-venv python3-pip)
+fi
+python3 -c 'import yaml' >/dev/null 2>&1 || missing+=(python3-yaml)
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+command_line="apt-get update && apt-get install -y ${missing[*]}"
+if [ "$(id -u)" != 0 ] || ! have apt-get; then
+  echo "test-deps: missing ${missing[*]}; install them first: sudo sh -c '${command_line}'" >&2
+  exit 1
+fi
+echo "test-deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+# Chromium with its recommended packages: fonts-liberation renders the page text.
+apt-get install -y -qq "${missing[@]}" >/dev/null
