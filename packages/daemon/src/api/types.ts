@@ -15,6 +15,15 @@ export interface PersistentConnection {
   onClose(callback: () => void): void;
   /** The principal pinned at upgrade/first authenticated request (spec: client token contract). */
   principalId: string | undefined;
+  /**
+   * TCP only (App Mesh 3.0's file side channel): the frames that follow, up to an empty one, are
+   * raw bytes written to `target` (ended at the empty frame, destroyed if the connection closes);
+   * later frames wait until `done` settles.
+   */
+  receiveRawFrames?(
+    target: NodeJS.WritableStream & { destroy(error?: Error): void },
+    done?: Promise<unknown>,
+  ): void;
 }
 
 export interface ApiRequest {
@@ -52,6 +61,11 @@ export interface ApiResponse {
    * `headers['content-length']` says its length. Operations never return it on TCP or WSS.
    */
   stream?: NodeJS.ReadableStream | undefined;
+  /**
+   * TCP only (App Mesh 3.0's file side channel): raw frames written after this response, then an
+   * empty frame.
+   */
+  rawFrames?: AsyncIterable<Uint8Array> | undefined;
 }
 
 export type Access =

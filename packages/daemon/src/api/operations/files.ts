@@ -6,6 +6,7 @@
 // files/file-transfer.ts.
 import { realpath } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
+import { PassThrough } from 'node:stream';
 import { SvcError } from '@svc/protocol';
 import { INSTALL_ROOT } from '../../config/config.ts';
 import { attributesOf, checkTransferPath, filePathOf, type TransferPolicy } from '../../files/file-policy.ts';
@@ -16,6 +17,10 @@ import type { Services } from '../services.ts';
 import type { Operation, OperationContext } from '../types.ts';
 
 type Ctx = OperationContext<Services>;
+
+/** Headers of App Mesh 3.0's TCP file side channel (client_tcp). */
+const SEND_FILE_SOCKET = 'x-send-file-socket';
+const RECV_FILE_SOCKET = 'x-recv-file-socket';
 
 /** Paths of the upload operation, whose body the REST transport streams (`streamsBody`). */
 export const STREAMED_UPLOAD_PATHS: ReadonlySet<string> = new Set([
@@ -75,6 +80,17 @@ async function upload(context: Ctx) {
   const dir = await real(dirname(target));
   const resolved = join(dir, basename(target));
   checkTransferPath(resolved, await policyOf(context), isAdministrator(context));
+  const connection = context.request.connection;
+  if (context.request.headers[SEND_FILE_SOCKET] === 'true' && connection?.receiveRawFrames !== undefined) {
+    // App Mesh 3.0's TCP side channel: the file follows as raw frames, ended by an empty one; the
+    // client reads no further answer, so a failure can only be logged.
+    const frames = new PassThrough();
+    const done = uploadAs(user, { dir, target: resolved, attributes }, frames).catch((error: unknown) =>
+      context.services.logger.warn('file upload over the TCP side channel failed', { error: error as Error }),
+    );
+    connection.receiveRawFrames(frames, done);
+    return json({ path: target }, 200, { [SEND_FILE_SOCKET]: 'true' });
+  }
   const source = context.request.bodyStream ?? context.request.body;
   const meta = await uploadAs(user, { dir, target: resolved, attributes }, source);
   return json({ path: target, size: meta.size, mode: meta.mode, user: meta.user, group: meta.group });
@@ -86,6 +102,17 @@ async function download(context: Ctx) {
   const resolved = await real(path);
   checkTransferPath(resolved, await policyOf(context), isAdministrator(context));
   const headers = { 'content-disposition': disposition(path) };
+  if (context.request.headers[RECV_FILE_SOCKET] === 'true' && context.request.transport === 'tcp') {
+    // App Mesh 3.0's TCP side channel: raw frames after this answer, then an empty one.
+    const { meta, stream } = await downloadAs(user, resolved);
+    return {
+      status: 200,
+      headers: { ...headers, ...attributeHeaders(meta), [RECV_FILE_SOCKET]: 'true' },
+      contentType: 'application/octet-stream',
+      body: new Uint8Array(0),
+      rawFrames: stream,
+    };
+  }
   if (context.request.transport !== 'rest') {
     const { meta, body } = await readFileAs(user, resolved, context.services.config.limits.maxBodyBytes);
     return {
