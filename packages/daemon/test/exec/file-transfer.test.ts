@@ -3,7 +3,7 @@
 // the target as it was and no temp file), App Mesh 3.0's attribute headers, hostile paths and
 // symbolic-link escapes, the daemon's own files, the allow-list, the caller's execution user, the
 // bounded TCP/WSS form, and authorization per built-in role.
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import {
   chmod,
@@ -18,6 +18,8 @@ import {
   writeFile,
 } from 'node:fs/promises';
 import { request } from 'node:https';
+import { connect } from 'node:tls';
+import { decodeResponse, encodeFrame, encodeRequest, FrameDecoder, type Response } from '@svc/protocol';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -265,6 +267,114 @@ describe('file transfer over TCP and WSS (one message each way)', () => {
         '384',
       ]);
     }
+  });
+});
+
+describe("App Mesh 3.0's TCP side channel (X-Send-File-Socket / X-Recv-File-Socket)", () => {
+  /** A raw TLS TCP client: msgpack requests and the side channel's raw frames on one connection. */
+  async function rawTcp(): Promise<{
+    request(method: string, path: string, headers: Record<string, string>): Promise<Response>;
+    sendRaw(bytes: Uint8Array): void;
+    nextRaw(): Promise<Buffer>;
+    close(): void;
+  }> {
+    const socket = connect({
+      host: '127.0.0.1',
+      port: daemon.tcpPort,
+      ca: daemon.ca,
+      servername: 'localhost',
+    });
+    await new Promise<void>((resolve, reject) => {
+      socket.once('secureConnect', resolve);
+      socket.once('error', reject);
+    });
+    const decoder = new FrameDecoder();
+    const frames: Buffer[] = [];
+    const waiting: ((frame: Buffer) => void)[] = [];
+    socket.on('data', (chunk: Buffer) => {
+      for (const body of decoder.push(chunk)) {
+        const waiter = waiting.shift();
+        if (waiter !== undefined) waiter(Buffer.from(body));
+        else frames.push(Buffer.from(body));
+      }
+    });
+    const next = (): Promise<Buffer> =>
+      frames.length > 0 ? Promise.resolve(frames.shift()!) : new Promise((resolve) => waiting.push(resolve));
+    return {
+      async request(method, path, headers) {
+        socket.write(
+          encodeFrame(
+            encodeRequest({
+              uuid: randomUUID(),
+              request_uri: path,
+              http_method: method,
+              client_addr: '',
+              headers: { authorization: `Bearer ${admin}`, ...headers },
+              query: {},
+              body: new Uint8Array(0),
+            }),
+          ),
+        );
+        return decodeResponse(await next());
+      },
+      sendRaw: (bytes) => socket.write(encodeFrame(bytes)),
+      nextRaw: next,
+      close: () => socket.destroy(),
+    };
+  }
+
+  it('uploads raw frames up to an empty one, and a download right after sees the whole file', async () => {
+    const client = await rawTcp();
+    try {
+      const path = join(dir, 'side-channel.bin');
+      const content = randomBytes(300 * 1024);
+      const answer = await client.request('POST', '/svc/file/upload', {
+        'x-file-path': enc(path),
+        'x-send-file-socket': 'true',
+        'x-file-mode': '384',
+      });
+      expect(answer.http_status).toBe(200);
+      expect(answer.headers['x-send-file-socket']).toBe('true');
+      for (let at = 0; at < content.length; at += 16 * 1024 - 128)
+        client.sendRaw(content.subarray(at, at + 16 * 1024 - 128));
+      client.sendRaw(new Uint8Array(0));
+      // No wait: the next request on the connection is held until the upload committed.
+      const down = await client.request('GET', '/svc/file/download', {
+        'x-file-path': enc(path),
+        'x-recv-file-socket': 'true',
+      });
+      expect([down.http_status, down.headers['x-recv-file-socket'], down.headers['x-file-mode']]).toEqual([
+        200,
+        'true',
+        '384',
+      ]);
+      const received: Buffer[] = [];
+      for (let frame = await client.nextRaw(); frame.length > 0; frame = await client.nextRaw())
+        received.push(frame);
+      expect(Buffer.concat(received).equals(content)).toBe(true);
+      // The connection is back to messages.
+      const after = await client.request('GET', '/svc/labels', {});
+      expect(after.http_status).toBe(200);
+    } finally {
+      client.close();
+    }
+  });
+
+  it('commits nothing when the connection closes before the empty frame', async () => {
+    const path = join(dir, 'side-cut.txt');
+    await writeFile(path, 'before');
+    const client = await rawTcp();
+    const answer = await client.request('POST', '/svc/file/upload', {
+      'x-file-path': enc(path),
+      'x-send-file-socket': 'true',
+    });
+    expect(answer.http_status).toBe(200);
+    client.sendRaw(Buffer.from('partial'));
+    client.close();
+    await waitFor(async () => (await readdir(dir)).every((f) => !f.startsWith('.svc-upload.')), {
+      what: 'temp file removed',
+    });
+    expect(await readFile(path, 'utf8')).toBe('before');
   });
 });
 
