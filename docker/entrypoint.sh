@@ -1,7 +1,7 @@
 #!/bin/sh
 # Entrypoint of the svc container image (spec: "Administration UI", "Modes and configuration").
-# - SVC_AUTH_ADMIN_UI=off rewrites the bundled apps/authadmin.yaml to `status: 0` (disabled)
-#   before svcd starts; on (or unset) writes `status: 1` back, which is the only way to re-enable
+# - SVC_AUTH_ADMIN_UI=off rewrites the bundled apps/authadmin.yaml to `enabled: false` before
+#   svcd starts; on (or unset) writes `enabled: true` back, which is the only way to re-enable
 #   it (a system application cannot be re-enabled through the REST API).
 # - SVC_ADMIN_PASSWORD_FILE is checked for readability here and applied by svcd only while no
 #   administrator credential exists (first start); there is no variable that carries a password.
@@ -12,8 +12,8 @@ export SVC_HOME
 
 app="$SVC_HOME/apps/authadmin.yaml"
 case "${SVC_AUTH_ADMIN_UI:-on}" in
-  off | OFF | Off | false | 0) status=0 ;;
-  on | ON | On | true | 1 | '') status=1 ;;
+  off | OFF | Off | false | 0) enabled=false ;;
+  on | ON | On | true | 1 | '') enabled=true ;;
   *)
     echo "entrypoint: SVC_AUTH_ADMIN_UI must be on or off" >&2
     exit 2
@@ -21,8 +21,9 @@ case "${SVC_AUTH_ADMIN_UI:-on}" in
 esac
 if [ -f "$app" ]; then
   tmp="$(dirname "$app")/.authadmin.yaml.$$"
-  grep -v '^status:' "$app" >"$tmp" || true
-  printf 'status: %s\n' "$status" >>"$tmp"
+  # `status:` is the pre-3.0 name of `enabled:`; neither may be left beside the new line.
+  grep -v -e '^status:' -e '^enabled:' "$app" >"$tmp" || true
+  printf 'enabled: %s\n' "$enabled" >>"$tmp"
   mv -f "$tmp" "$app"
 fi
 

@@ -3,7 +3,9 @@
 #   chromium                      administration UI tests (playwright-core drives the Debian browser)
 #   openssl, procps               test certificates; process checks
 #   python3 + venv + pip          the App Mesh 3.0 SDK compatibility suite (test/compat)
-#   python3-yaml (PyYAML)         stored app definitions read back by a YAML 1.1 reader
+#   python3-yaml (PyYAML)         stored app definitions read back by a YAML 1.1 reader; python3
+#                                 also runs the chatty and memory-hog children of reliability tests
+#   util-linux (fallocate)        output size cap (hole punching)
 # Installed with apt-get when missing (root on Debian); otherwise it stops at once naming the one
 # command that installs them. A machine that has everything returns at once without touching apt.
 set -euo pipefail
@@ -19,6 +21,7 @@ else
   python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || missing+=(python3-venv python3-pip)
 fi
 python3 -c 'import yaml' >/dev/null 2>&1 || missing+=(python3-yaml)
+have fallocate || missing+=(util-linux)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 command_line="apt-get update && apt-get install -y ${missing[*]}"

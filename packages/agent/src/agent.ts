@@ -15,7 +15,6 @@ import { SvcError } from '@svc/protocol';
 import { createProxyServer } from 'http-proxy-3';
 import type { Limits } from '../../daemon/src/config/config.ts';
 import type { TlsMaterial } from '../../daemon/src/tls/certificates.ts';
-import { isLoopbackAddress, PROCESS_KEY_HEADER } from '../../daemon/src/tasks/worker-auth.ts';
 import { AGENT_KEY_HEADER } from '../../daemon/src/transports/agent-relay.ts';
 import {
   answerClientError,
@@ -25,7 +24,7 @@ import {
 import { ConnectionGuard } from '../../daemon/src/transports/connection-guard.ts';
 import { createBoundedHttpsServer } from '../../daemon/src/transports/rest-transport.ts';
 import type { AgentMetrics } from './metrics.ts';
-import { issuerLocation, routeOf } from './routes.ts';
+import { issuerLocation, refusesProcessKey, routeOf } from './routes.ts';
 import { serveWebFile } from './web-files.ts';
 
 export type Log = (
@@ -207,7 +206,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
         throw new SvcError('payload_too_large', `request body exceeds ${limits.maxBodyBytes} bytes`);
       }
       // A process key is relayed only for a client on this host (svcd checks the relayed address too).
-      if (req.headers[PROCESS_KEY_HEADER] !== undefined && !isLoopbackAddress(req.socket.remoteAddress ?? ''))
+      if (refusesProcessKey(req.headers, req.socket.remoteAddress))
         throw new SvcError(
           'process_key_transport',
           'a process key is accepted only from this host; svc-agent does not relay it from another address',

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { issuerLocation, routeOf } from './routes.ts';
+import { issuerLocation, refusesProcessKey, routeOf } from './routes.ts';
 
 describe('routeOf', () => {
   it('sends the API, its OpenAPI document and RFC 9728 metadata to the daemon', () => {
@@ -58,5 +58,19 @@ describe('issuerLocation', () => {
     const location = 'http://127.0.0.1:6062/auth/auth/abc';
     for (const host of [undefined, '', 'evil.example/path', 'a b', 'evil.example@x', 'x'.repeat(300)])
       expect(issuerLocation(location, issuer, host)).toBe(location);
+  });
+});
+
+describe('refusesProcessKey', () => {
+  it('relays a process key only from a loopback client', () => {
+    const key = { 'x-svc-process-key': 'k' };
+    for (const address of ['127.0.0.1', '::1', '::ffff:127.0.0.1', '127.9.9.9'])
+      expect(refusesProcessKey(key, address), address).toBe(false);
+    for (const address of ['192.0.2.7', '10.0.0.1', '::ffff:10.0.0.1', 'fe80::1', '', undefined])
+      expect(refusesProcessKey(key, address), String(address)).toBe(true);
+    // No key, nothing to refuse; an empty or repeated header is still a key.
+    expect(refusesProcessKey({}, '192.0.2.7')).toBe(false);
+    expect(refusesProcessKey({ 'x-svc-process-key': '' }, '192.0.2.7')).toBe(true);
+    expect(refusesProcessKey({ 'x-svc-process-key': ['a', 'b'] }, '192.0.2.7')).toBe(true);
   });
 });

@@ -1,6 +1,7 @@
 // Where the agent sends a request, decided from the method and the raw path alone (pure; tested in
 // routes.test.ts). The path is never normalised here: the daemon routes the raw path itself (a
 // dot-segment can never walk out of a route), and the web UI files refuse anything but plain names.
+import { isLoopbackAddress, PROCESS_KEY_HEADER } from '../../daemon/src/tasks/worker-auth.ts';
 
 export type Route =
   /** REST and WSS of the daemon: the whole API, its OpenAPI document, RFC 9728 metadata. */
@@ -48,4 +49,15 @@ export function issuerLocation(location: string, issuerOrigin: string, host: str
   }
   if (url.origin !== issuerOrigin) return location;
   return `https://${host}${url.pathname}${url.search}${url.hash}`;
+}
+
+/**
+ * Whether the agent refuses to relay a request because it carries a process key from a client that
+ * is not on this host (the key must never cross a network; svcd checks the relayed address too).
+ */
+export function refusesProcessKey(
+  headers: Readonly<Record<string, string | string[] | undefined>>,
+  remoteAddress: string | undefined,
+): boolean {
+  return headers[PROCESS_KEY_HEADER] !== undefined && !isLoopbackAddress(remoteAddress ?? '');
 }

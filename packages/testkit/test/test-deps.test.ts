@@ -28,7 +28,15 @@ describe('script/test-deps.sh', () => {
       );
       expect(failed?.code).toBe(1);
       expect(failed?.stderr).toContain('missing');
-      for (const pkg of ['openssl', 'procps', 'python3', 'python3-venv', 'python3-pip'])
+      for (const pkg of [
+        'openssl',
+        'procps',
+        'python3',
+        'python3-venv',
+        'python3-pip',
+        'python3-yaml',
+        'util-linux',
+      ])
         expect(failed?.stderr).toContain(pkg);
       expect(failed?.stderr).toMatch(/apt-get update && apt-get install -y /);
     } finally {

@@ -136,6 +136,9 @@ export class OutputStore {
       if (cut <= start) return;
       info.start = cut; // reads skip the released bytes from now on
       await this.#options.beforeRelease?.(); // throws: retried at the next check
+      // Closed meanwhile (shutdown): no release after the snapshot's final write; the next daemon's
+      // check releases them.
+      if (this.#closed) return;
       const punched = await new Promise<Error | undefined>((resolve) =>
         execFile(
           'fallocate',
@@ -242,8 +245,15 @@ export class OutputStore {
       return;
     }
     const found: OutputFileInfo[] = [];
-    while (existsSync(this.path(app, found.length)))
-      found.push({ processUuid: undefined, exited: true, exitCode: undefined });
+    while (existsSync(this.path(app, found.length))) {
+      const start = releasedPrefix(this.path(app, found.length));
+      found.push({
+        processUuid: undefined,
+        exited: true,
+        exitCode: undefined,
+        ...(start > 0 ? { start } : {}),
+      });
+    }
     state.files = found;
   }
 
@@ -426,5 +436,35 @@ export class OutputStore {
       state.waiters.delete(changed);
       closeSync(fd);
     }
+  }
+}
+
+/**
+ * Without a snapshot, the bytes a size-cap release punched out of a file: a sparse file whose first
+ * page reads as zeros is taken to have a hole over [0, S), S = size − allocated bytes, page aligned
+ * (what the release leaves behind). 0 when the file is not sparse or starts with data.
+ */
+function releasedPrefix(path: string): number {
+  let fd: number | undefined;
+  try {
+    fd = openSync(path, 'r');
+    const { size, blocks } = fstatSync(fd);
+    const allocated = blocks * 512;
+    if (allocated + PAGE >= size) return 0;
+    const first = Buffer.alloc(PAGE);
+    const n = readSync(fd, first, 0, PAGE, 0);
+    if (n < PAGE || first.some((byte) => byte !== 0)) return 0;
+    // Blocks allocated beyond the end (preallocation) make the estimate low: skip zero pages.
+    let start = Math.min(size, Math.ceil((size - allocated) / PAGE) * PAGE);
+    for (let i = 0; i < 256 && start < size; i++) {
+      const got = readSync(fd, first, 0, PAGE, start);
+      if (first.subarray(0, got).some((byte) => byte !== 0)) break;
+      start += PAGE;
+    }
+    return Math.min(start, size);
+  } catch {
+    return 0;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
   }
 }

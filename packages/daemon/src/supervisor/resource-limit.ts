@@ -16,7 +16,7 @@
 // spawn (children it forks afterwards inherit them). A process killed by the kernel for exceeding
 // its memory limit is recognised by the cgroup's oom_kill counter (`exitReason`, read before
 // `release`), and every app cgroup is removed after its process exits, on delete, and (empty
-// leftovers) at start-up and shutdown, with the installation's directory when it is empty.
+// leftovers) at start-up and shutdown; the installation's directory exists only while in use.
 import { createHash } from 'node:crypto';
 import {
   accessSync,
@@ -71,8 +71,10 @@ export function cgroupScope(workDir: string): string {
 /** What a controller layout does; the limiter around it is the same for v1 and v2. */
 interface Layout {
   version: string;
-  /** Directories holding the app cgroups (one per hierarchy). */
+  /** Directories holding the app cgroups (one per hierarchy); they exist only while in use. */
   bases: string[];
+  /** Create the bases (before an app's cgroups are made in them). */
+  prepare(): void;
   /** Write the limits into the app's directories (already created) and move the pid in. */
   write(dirs: string[], pid: number, limit: ResourceLimit): void;
   /** The OOM kills recorded in the app's cgroup. */
@@ -117,6 +119,10 @@ function probeV2(root: string, scope: string): Layout | string {
     return {
       version: 'cgroup v2',
       bases: [base],
+      prepare() {
+        mkdirSync(base, { recursive: true });
+        writeFileSync(join(base, 'cgroup.subtree_control'), '+memory +cpu');
+      },
       write([dir], pid, limit) {
         const d = dir as string;
         const memory = limit.memory_mb === undefined ? undefined : Math.floor(limit.memory_mb * MIB);
@@ -173,6 +179,9 @@ function probeV1(root: string, scope: string): Layout | string {
   return {
     version: 'cgroup v1',
     bases,
+    prepare() {
+      for (const base of bases) mkdirSync(base, { recursive: true });
+    },
     write([memoryDir, cpuDir], pid, limit) {
       const m = memoryDir as string;
       const swapAccounted = existsSync(join(m, 'memory.memsw.limit_in_bytes'));
@@ -190,6 +199,17 @@ function probeV1(root: string, scope: string): Layout | string {
     },
     oomKills: ([memoryDir]) => readKey(join(memoryDir as string, 'memory.oom_control'), 'oom_kill'),
   };
+}
+
+/** Remove the installation's (empty) directories: they are created again when needed. */
+function removeBases(bases: readonly string[]): void {
+  for (const base of bases) {
+    try {
+      rmdirSync(base);
+    } catch {
+      // an app cgroup in it is in use
+    }
+  }
 }
 
 /** Remove the empty app cgroups a previous daemon of this installation left behind. */
@@ -231,6 +251,7 @@ export function probeResourceLimiter(
     return unsupported(`unsupported: ${reason}`, logger);
   }
   removeLeftovers(layout.bases);
+  removeBases(layout.bases); // made again by the first apply: no empty directory left behind
   logger.info(`resource limits through ${layout.version}`, { cgroups: layout.bases });
   const applied = new Map<string, { oomBaseline: number; memoryMb: number | undefined }>();
   const dirsOf = (app: string): string[] => layout.bases.map((base) => join(base, app));
@@ -240,6 +261,7 @@ export function probeResourceLimiter(
     apply(app, pid, limit) {
       const dirs = dirsOf(app);
       try {
+        layout.prepare();
         for (const dir of dirs) mkdirSync(dir, { recursive: true });
         layout.write(dirs, pid, limit);
         applied.set(app, { oomBaseline: layout.oomKills(dirs), memoryMb: limit.memory_mb });
@@ -265,19 +287,14 @@ export function probeResourceLimiter(
           // Still populated (a descendant that outlived the process) or already gone.
         }
       }
+      if (applied.size === 0) removeBases(layout.bases);
     },
     cgroupDirs(app) {
       return dirsOf(app).filter((dir) => existsSync(dir));
     },
     close() {
       removeLeftovers(layout.bases);
-      for (const base of layout.bases) {
-        try {
-          rmdirSync(base);
-        } catch {
-          // an app cgroup still holds a process that outlives the daemon
-        }
-      }
+      removeBases(layout.bases); // kept while an app cgroup holds a process that outlives svcd
     },
   };
 }

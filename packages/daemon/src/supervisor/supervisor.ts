@@ -980,9 +980,9 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
       limiter.close();
       if (adoptedTimer !== undefined) clearInterval(adoptedTimer);
       adoptedTimer = undefined;
+      output.close(); // first: no size-cap release may follow the snapshot's final write
       await snapshot.close();
       await store.close();
-      output.close();
     },
     processKey(name) {
       const uuid = apps.get(name)?.runtime.uuids[0];

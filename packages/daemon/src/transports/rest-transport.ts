@@ -80,13 +80,15 @@ export function createRestServer(options: RestTransportOptions): { server: Serve
   closeIdleHttpConnections(server, limits.idleTimeoutMs);
 
   // `Expect: 100-continue` (curl sends it for large bodies): refuse an oversized body before the
-  // client sends it; otherwise let the body come and handle the request as usual.
+  // client sends it; otherwise handle the request as usual, and ask for the body (100) once the
+  // bearer and the size are accepted.
+  const awaitingContinue = new WeakSet<ServerResponse>();
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
     if (Number(req.headers['content-length'] ?? 0) > limits.maxBodyBytes && !streamed(req)) {
       send(res, tooLarge(limits.maxBodyBytes));
       return;
     }
-    res.writeContinue();
+    awaitingContinue.add(res);
     server.emit('request', req, res);
   });
 
@@ -130,8 +132,11 @@ export function createRestServer(options: RestTransportOptions): { server: Serve
     for (const [key, value] of Object.entries(req.headers)) {
       if (value !== undefined) headers[key] = Array.isArray(value) ? value.join(', ') : value;
     }
-    // The bearer (or the route's openness) is settled before a byte of the body is buffered.
-    const verdict = await options.preflight({ method, path: target.path, headers });
+    // The bearer (or the route's openness) is settled before a byte of a body is buffered; a
+    // request without a body goes straight to the dispatcher, which checks the same.
+    const hasBody =
+      req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
+    const verdict = hasBody ? await options.preflight({ method, path: target.path, headers }) : 'full';
     if (typeof verdict !== 'string') {
       discard(req, res);
       send(res, verdict);
@@ -165,6 +170,7 @@ export function createRestServer(options: RestTransportOptions): { server: Serve
       send(res, tooLarge(bodyLimit));
       return;
     }
+    if (awaitingContinue.has(res)) res.writeContinue();
     const body = await readBody(req, bodyLimit);
     if (body === undefined) {
       send(res, tooLarge(bodyLimit));

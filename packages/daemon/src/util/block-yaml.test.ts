@@ -207,7 +207,7 @@ function readWithPyYaml(texts: string[]): unknown[] | undefined {
 }
 
 const pyYaml = readWithPyYaml(['a: 1']) !== undefined;
-// In CI (.ci/run installs python3-yaml) a missing PyYAML is a failure, not a skip.
+// In CI (script/test-deps.sh installs python3-yaml) a missing PyYAML is a failure, not a skip.
 const requirePyYaml = process.env['CI'] === 'true';
 
 describe('YAML 1.1 safety (issue 12 item 15)', () => {

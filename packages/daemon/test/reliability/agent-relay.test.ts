@@ -83,6 +83,7 @@ function wsCall(
   path: string,
   headers: Record<string, string>,
   query: Record<string, string> = {},
+  body: Uint8Array = new Uint8Array(0),
 ) {
   const uuid = crypto.randomUUID();
   return new Promise<{ status: number; error: string | undefined }>((resolve, reject) => {
@@ -106,7 +107,7 @@ function wsCall(
         client_addr: '',
         headers,
         query,
-        body: new Uint8Array(0),
+        body,
       }),
     );
   });
@@ -187,6 +188,16 @@ describe('connections relayed by svc-agent', () => {
     expect(
       (await wsCall(d, 'GET', '/svc/app/worker-a/task', { 'x-svc-process-key': a }, { timeout: '0' })).status,
     ).toBe(403);
+    // Its valid key lifted the 1 MiB cap of anonymous sessions: a 2 MiB frame is served.
+    const large = await wsCall(
+      d,
+      'GET',
+      '/svc/app/worker-b/task',
+      { 'x-svc-process-key': b },
+      { timeout: '0' },
+      new Uint8Array(2 * 1024 * 1024),
+    );
+    expect(large.status).toBe(204);
     d.terminate();
   });
 });

@@ -226,6 +226,8 @@ describe('item 3: memory before authentication', () => {
     expect(await statusOfHead(head('/svc/app/x', ''))).toBe(401);
     expect(await statusOfHead(head('/svc/app/x', 'Authorization: Bearer not.a.token\r\n'))).toBe(401);
     expect(await statusOfHead(head('/svc/nosuch', ''))).toBe(404);
+    // Expect: 100-continue: the client is never invited to send the body (401, not 100).
+    expect(await statusOfHead(head('/svc/app/x', 'Expect: 100-continue\r\n'))).toBe(401);
     expect(
       await statusOfHead(`GET /openapi.json HTTP/1.1\r\nHost: x\r\nContent-Length: ${2 * MiB}\r\n\r\n`),
     ).toBe(413);

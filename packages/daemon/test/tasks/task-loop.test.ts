@@ -366,7 +366,7 @@ describe('worker task loop', () => {
     expect(anonymous.status).toBe(401);
   });
 
-  it('fails an in-flight task when its app is removed (the process exits first), and refuses new ones with 404', async () => {
+  it('fails an in-flight task with 404 app_not_found when its app is removed, and refuses new ones with 404', async () => {
     await register('doomed', { command: 'sleep 600' });
     const key = keyOf(await runningUuid('doomed'));
     const held = rest.call('POST', '/svc/app/doomed/task', { token: admin, rawBody: 'held' });
@@ -377,10 +377,10 @@ describe('worker task loop', () => {
     });
     expect(fetched.text()).toBe('held');
     ok(await rest.call('DELETE', '/svc/app/doomed', { token: admin }), 'remove doomed');
-    // Removal stops the process first: the EXIT fails in-flight tasks; queued tasks then fail at
-    // REMOVED with app_not_found (task-queues.test.ts, failApp).
+    // A delete publishes REMOVED and no EXIT for the process it stops (S8): REMOVED fails every
+    // task of the app, in flight or queued, with app_not_found (task-queues.test.ts, failApp).
     const r = await held;
-    expect([r.status, r.json<{ error: string }>().error]).toEqual([409, 'task_cancelled']);
+    expect([r.status, r.json<{ error: string }>().error]).toEqual([404, 'app_not_found']);
     const after = await rest.call('POST', '/svc/app/doomed/task', { token: admin, rawBody: 'x' });
     expect([after.status, after.json<{ error: string }>().error]).toEqual([404, 'app_not_found']);
   });

@@ -49,7 +49,7 @@ describe('system application authadmin', () => {
       expect([method, path, refused.status], refused.text()).toEqual([method, path, 403]);
       expect(refused.text()).toContain('system_app');
     }
-    expect((await rest.call('GET', '/svc/app/authadmin', { token })).json()).toMatchObject({ status: 1 });
+    expect((await rest.call('GET', '/svc/app/authadmin', { token })).json()).toMatchObject({ enabled: true });
   });
 
   it('is invisible to a non-admin, who may not enable anything', async () => {

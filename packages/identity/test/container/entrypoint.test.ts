@@ -29,19 +29,19 @@ async function entrypoint(env: Record<string, string>, ...args: string[]) {
 const statusOf = async (): Promise<string[]> =>
   (await readFile(join(home, 'apps', 'authadmin.yaml'), 'utf8'))
     .split('\n')
-    .filter((l) => l.startsWith('status:'));
+    .filter((l) => l.startsWith('status:') || l.startsWith('enabled:'));
 
 describe('docker/entrypoint.sh', () => {
   it('disables the bundled admin UI app with SVC_AUTH_ADMIN_UI=off and re-enables it with on', async () => {
     const off = await entrypoint({ SVC_AUTH_ADMIN_UI: 'off' }, 'echo', 'started');
     expect(off.stdout).toBe('started\n');
-    expect(await statusOf()).toEqual(['status: 0']);
+    expect(await statusOf()).toEqual(['enabled: false']);
     const text = await readFile(join(home, 'apps', 'authadmin.yaml'), 'utf8');
     expect(text).toContain('system: true'); // the rest of the definition is kept
     await entrypoint({ SVC_AUTH_ADMIN_UI: 'off' }, 'true');
-    expect(await statusOf()).toEqual(['status: 0']); // idempotent: one status line
+    expect(await statusOf()).toEqual(['enabled: false']); // idempotent: one status line
     await entrypoint({}, 'true');
-    expect(await statusOf()).toEqual(['status: 1']);
+    expect(await statusOf()).toEqual(['enabled: true']);
   });
 
   it('refuses an unknown switch value and an unreadable password file', async () => {

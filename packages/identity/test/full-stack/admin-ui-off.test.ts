@@ -59,7 +59,7 @@ describe('svcd with SVC_AUTH_ADMIN_UI=off', () => {
     const token = await stack.token(['user-token'], `${adminPassword}\n`);
     const app = await stack.call('GET', '/svc/app/authadmin', token);
     expect(app.status, app.text()).toBe(200);
-    expect(app.json()).toMatchObject({ name: 'authadmin', system: true, status: 1 });
+    expect(app.json()).toMatchObject({ name: 'authadmin', system: true, enabled: true });
   });
 
   it('add-user and delete-user fail with the reachability error (exit 3), with or without the switch in the shell', async () => {
