@@ -8,6 +8,7 @@
 #   forget-initial-password            remove the plaintext line only
 #   add-user <email> [role]            password on stdin; role default svc-viewer (via the administration UI)
 #   delete-user <email>                remove identity and role binding (via the administration UI)
+#   unlock-user <email|admin>          clear a sign-in lockout after too many failed passwords (via the UI)
 #   user-token [email]                 password on stdin; password grant with svc-cli; prints the access token
 #   automation-token                   client credentials with svc-automation; prints the access token
 #   admin-ui                           run the administration UI (idles when SVC_AUTH_ADMIN_UI=off)
@@ -15,6 +16,9 @@
 # Every secret file an action touches is checked on each use: regular file, mode 600, owned by the
 # owner of its directory, exactly one hard link. Passwords are read from stdin, never from arguments
 # or the environment; the Node helper receives them on its stdin too.
+# The administration UI is found through work/ports.authadmin.json (a Unix socket, `admin_ui_socket`,
+# when SVC_AUTH_ADMIN_LISTEN=unix:/path as package installs set; else its port), else
+# SVC_AUTH_ADMIN_LISTEN, else 127.0.0.1:6064.
 # Exit codes: 0 done, 1 refused, 2 usage, 3 reachability error (administration UI or issuer).
 set -euo pipefail
 umask 077
@@ -34,7 +38,7 @@ die() {
 }
 
 usage() {
-  sed -n '4,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+  sed -n '4,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -93,6 +97,10 @@ case $action in
     ;;
   delete-user)
     [[ $# -eq 1 ]] || die 2 'usage: svc-auth.sh delete-user <email>'
+    helper "$action" "$svc_home" "$1" </dev/null
+    ;;
+  unlock-user)
+    [[ $# -eq 1 ]] || die 2 'usage: svc-auth.sh unlock-user <email>'
     helper "$action" "$svc_home" "$1" </dev/null
     ;;
   user-token)

@@ -16,6 +16,7 @@ import {
   rotateInitialPassword,
   setInitialPassword,
   tokenEndpoint,
+  unlockUser,
   userToken,
 } from '../src/credentials/operator.ts';
 import { STATIC_IDENTITIES } from '../src/store/identities.ts';
@@ -77,6 +78,13 @@ async function main(argv: readonly string[]): Promise<void> {
         note('the running engine may hold a role-less record for this principal; apply the role with:');
         out(`follow_up=${result.followUp}`);
       }
+      return;
+    }
+    case 'unlock-user': {
+      if (args.length !== 1) usage('<email>');
+      const result = await unlockUser({ home, env, email: args[0]! });
+      out(`user_id=${result.userId}`);
+      out(`locks_cleared=${result.locksCleared}`);
       return;
     }
     case 'delete-user': {

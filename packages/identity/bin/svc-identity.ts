@@ -15,8 +15,8 @@ import {
   InMemorySessionRegistry,
   loadOrCreateAdminTls,
 } from '../src/admin/index.ts';
-import { loadCredentials, writeFileAtomic } from '../src/credentials/index.ts';
-import { loadIdentitySettings, startIdentityServer } from '../src/provider/index.ts';
+import { loadCredentials, loadMasterKey, writeFileAtomic } from '../src/credentials/index.ts';
+import { IdentityState, loadIdentitySettings, startIdentityServer } from '../src/provider/index.ts';
 import { UserStore } from '../src/store/user-store.ts';
 
 /** Default SVC_HOME: the repository root (three levels above packages/identity/bin). */
@@ -35,6 +35,12 @@ try {
   }
   const credentials = await loadCredentials(settings.workDir, { mode: 'builtin' });
   const store = await UserStore.open(settings.workDir, { credentials });
+  // secret-master-key encrypts what svc-identity keeps at rest (TOTP secrets, signing keys).
+  const secrets = await loadMasterKey(settings.workDir);
+  // Keys, grants, refresh tokens, device codes and sessions survive a restart (CONTRACT §8).
+  const state = await IdentityState.open(settings.workDir, secrets, {
+    onError: (error) => log('error', 'identity state', { error: (error as Error).message }),
+  });
   // Grants are listed (and revocable) as sessions through the admin gRPC API.
   const sessions = new InMemorySessionRegistry();
   const server = await startIdentityServer({
@@ -45,6 +51,8 @@ try {
     store,
     automationSecret: credentials.automationSecret,
     passwordFlow: settings.passwordFlow,
+    secrets,
+    state,
     webRedirectUris: settings.webRedirectUris,
     log: (level, message, fields) => log(level, message, fields),
   });
@@ -53,6 +61,10 @@ try {
       store,
       sessions,
       workDir: settings.workDir,
+      secrets,
+      signInLocks: {
+        clear: (user) => server.provider.signIn.throttle.clearUsers(server.provider.signIn.keysOf(user)),
+      },
       onAutomationSecretChanged: (secret) => server.provider.setAutomationSecret(secret),
       audit: (event, fields) => log('info', `admin: ${event}`, fields),
     }),

@@ -22,6 +22,15 @@ export interface MfaState {
   email: string;
   user_id: string;
   enabled: boolean;
+  /** Only when SetMfa enrolled a secret (empty otherwise). */
+  secret: string;
+  otpauth_uri: string;
+}
+
+export interface UnlockResult {
+  email: string;
+  user_id: string;
+  locks_cleared: number;
 }
 
 /** Request and response messages of every RPC, by service and method. */
@@ -31,6 +40,7 @@ export interface AdminRpcs {
     CreateUser: [{ email: string; password: string }, AdminUser];
     DeleteUser: [{ email: string }, AdminUser];
     SetPassword: [{ email: string; password: string }, AdminUser];
+    UnlockUser: [{ email: string }, UnlockResult];
   };
   Clients: {
     ListClients: [Record<string, never>, { clients: OAuthClientInfo[] }];

@@ -42,10 +42,17 @@ type Handlers = {
 };
 
 function handlers(service: AdminService): Handlers {
-  const mfa = (user: { email: string; user_id: string; mfa_enabled: boolean }) => ({
+  const mfa = (user: {
+    email: string;
+    user_id: string;
+    mfa_enabled: boolean;
+    totp?: { secret: string; uri: string } | undefined;
+  }) => ({
     email: user.email,
     user_id: user.user_id,
     enabled: user.mfa_enabled,
+    secret: user.totp?.secret ?? '',
+    otpauth_uri: user.totp?.uri ?? '',
   });
   return {
     Passwords: {
@@ -53,6 +60,7 @@ function handlers(service: AdminService): Handlers {
       CreateUser: (request) => service.createUser(request.email, request.password),
       DeleteUser: (request) => service.deleteUser(request.email),
       SetPassword: (request) => service.setPassword(request.email, request.password),
+      UnlockUser: async (request) => service.unlockUser(request.email),
     },
     Clients: {
       ListClients: async () => ({ clients: await service.listClients() }),

@@ -46,3 +46,32 @@ export function parseLoopbackListen(value: string, variable: string): ListenAddr
 export function formatListen(address: ListenAddress): string {
   return `${address.host.includes(':') ? `[${address.host}]` : address.host}:${address.port}`;
 }
+
+/** `SVC_AUTH_ADMIN_LISTEN` for the UI: a loopback `host:port`, or `unix:<absolute path>`. */
+export type AdminUiListen =
+  ({ readonly kind: 'tcp' } & ListenAddress) | { readonly kind: 'unix'; readonly path: string };
+
+export const UNIX_LISTEN_PREFIX = 'unix:';
+/** sun_path holds 108 bytes including the terminating NUL. */
+const MAX_SOCKET_PATH_BYTES = 107;
+
+/**
+ * The administration UI's listener. `unix:/path` (what package installs set) is a Unix socket of
+ * mode 0600, reachable by its owner only (`ssh -L 6064:/path` forwards to it); a TCP listener is
+ * reachable by every local user (see docs/decisions.md).
+ */
+export function parseAdminUiListen(value: string, variable: string): AdminUiListen {
+  const trimmed = value.trim();
+  if (!trimmed.startsWith(UNIX_LISTEN_PREFIX))
+    return { kind: 'tcp', ...parseLoopbackListen(value, variable) };
+  const path = trimmed.slice(UNIX_LISTEN_PREFIX.length);
+  if (!path.startsWith('/'))
+    throw new ListenAddressError(`${variable}: expected unix:<absolute path>, got ${JSON.stringify(value)}`);
+  if (/[\0\r\n]/.test(path) || path.endsWith('/'))
+    throw new ListenAddressError(`${variable}: the socket path must name a file on one line`);
+  if (Buffer.byteLength(path) > MAX_SOCKET_PATH_BYTES)
+    throw new ListenAddressError(
+      `${variable}: the socket path is longer than ${MAX_SOCKET_PATH_BYTES} bytes`,
+    );
+  return { kind: 'unix', path };
+}

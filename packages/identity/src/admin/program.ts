@@ -2,11 +2,13 @@
 // too. It is the system application `authadmin` (apps/authadmin.yaml).
 //   SVC_AUTH_ADMIN_UI=off   the UI does not listen; the program idles until SIGTERM so that the
 //                           system app stays up for health checks (spec "Administration UI")
-//   SVC_AUTH_ADMIN_LISTEN   the UI listener (default 127.0.0.1:6064, loopback only)
+//   SVC_AUTH_ADMIN_LISTEN   the UI listener (default 127.0.0.1:6064, loopback only), or
+//                           unix:/path, a socket of mode 0600 (package installs set this)
 //   SVC_AUTH_GRPC_LISTEN    where svc-identity serves the gRPC API (default 127.0.0.1:5557); with
 //                           port 0 the bound port is read from work/ports.json, else
 //                           work/ports.identity.json (`grpc`)
-// The bound UI port goes to work/ports.authadmin.json (`admin_ui`), removed when off or stopped.
+// The bound UI port goes to work/ports.authadmin.json (`admin_ui`; a socket: `admin_ui_socket`),
+// removed when off or stopped.
 import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../credentials/index.ts';
@@ -53,10 +55,13 @@ export function adminUiPortsFile(workDir: string): string {
   return join(workDir, 'ports.authadmin.json');
 }
 
-async function recordPort(workDir: string, port: number | undefined): Promise<void> {
+async function recordPort(workDir: string, ui: AdminUi | undefined): Promise<void> {
   const file = adminUiPortsFile(workDir);
-  if (port === undefined) await rm(file, { force: true });
-  else await writeFileAtomic(file, JSON.stringify({ admin_ui: port }, null, 2) + '\n', { mode: 0o644 });
+  if (ui === undefined) await rm(file, { force: true });
+  else {
+    const record = ui.socketPath === undefined ? { admin_ui: ui.port } : { admin_ui_socket: ui.socketPath };
+    await writeFileAtomic(file, JSON.stringify(record, null, 2) + '\n', { mode: 0o644 });
+  }
 }
 
 export async function runAdminUiProgram(options: AdminUiProgramOptions): Promise<AdminUiProgram> {
@@ -97,7 +102,7 @@ export async function runAdminUiProgram(options: AdminUiProgramOptions): Promise
     client.close();
     throw error;
   }
-  await recordPort(workDir, ui.port);
+  await recordPort(workDir, ui);
   log(`svc-auth-admin: administration UI listening on ${ui.url} (gRPC ${grpcAddress.host}:${grpcPort})`);
   return {
     ui,

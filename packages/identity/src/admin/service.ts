@@ -7,11 +7,13 @@ import {
   AUTOMATION_SECRET_BYTES,
   automationSecretPath,
   hashPassword,
-  passwordProblem,
+  newPasswordProblem,
   writeFileAtomic,
 } from '../credentials/index.ts';
 import { AUTOMATION_CLIENT_ID, OAUTH_CLIENT_IDS, STATIC_IDENTITIES } from '../store/identities.ts';
 import type { IdentityStore, UserRecord } from '../store/identity-store.ts';
+import type { SecretBox } from '../credentials/master-key.ts';
+import { newTotpSecret } from '../provider/totp.ts';
 import type { SessionRecord, SessionRegistry } from './sessions.ts';
 
 /** gRPC status names used by the API (the numeric codes are mapped in grpc-server.ts). */
@@ -68,6 +70,10 @@ export interface AdminServiceOptions {
   workDir: string;
   /** Called after a new svc-automation secret is written, so that the provider uses it at once. */
   onAutomationSecretChanged?: ((secret: string) => void | Promise<void>) | undefined;
+  /** Encrypts TOTP secrets at rest (secret-master-key); without it MFA cannot be enabled. */
+  secrets?: SecretBox | undefined;
+  /** The issuer's sign-in lockouts: clears those of a user, returns how many were in force. */
+  signInLocks?: { clear(user: UserRecord): number } | undefined;
   /** One line per change, for the process log: event name and non-secret fields. */
   audit?: ((event: string, fields: Record<string, string>) => void) | undefined;
 }
@@ -135,7 +141,7 @@ export class AdminService {
       throw new AdminError('INVALID_ARGUMENT', 'email must be an email address (name@domain)');
     if (isStaticLogin(email))
       throw new AdminError('FAILED_PRECONDITION', `${email} is a static identity and cannot be changed`);
-    const problem = passwordProblem(password);
+    const problem = newPasswordProblem(password);
     if (problem !== undefined) throw new AdminError('INVALID_ARGUMENT', problem);
     if (this.#options.store.findByLogin(email) !== undefined)
       throw new AdminError('ALREADY_EXISTS', `a user with email ${email} exists`);
@@ -170,7 +176,7 @@ export class AdminService {
   /** A new password for a created user; their sessions end (they sign in again with it). */
   async setPassword(login: string, password: string): Promise<AdminUser> {
     const record = this.#changeable(login);
-    const problem = passwordProblem(password);
+    const problem = newPasswordProblem(password);
     if (problem !== undefined) throw new AdminError('INVALID_ARGUMENT', problem);
     await this.#options.store.setPasswordHash(record.user_id, await hashPassword(password));
     const ended = await this.#options.sessions.revokeSubject(record.user_id);
@@ -178,15 +184,46 @@ export class AdminService {
     return toAdminUser(this.#options.store.findById(record.user_id) ?? record);
   }
 
+  /** Ends a user's sign-in lockout (any user, static identities included: admin is the usual target). */
+  unlockUser(login: string): { email: string; user_id: string; locks_cleared: number } {
+    const key = login.trim();
+    if (key === '') throw new AdminError('INVALID_ARGUMENT', 'email is required');
+    const record = this.#options.store.findByLogin(key);
+    if (record === undefined) throw new AdminError('NOT_FOUND', `no user ${key}`);
+    const cleared = this.#options.signInLocks?.clear(record) ?? 0;
+    this.#audit('sign-in lockout cleared', { user_id: record.user_id, locks_cleared: String(cleared) });
+    return { email: record.email, user_id: record.user_id, locks_cleared: cleared };
+  }
+
   getMfa(login: string): AdminUser {
     return this.getUser(login);
   }
 
-  async setMfa(login: string, enabled: boolean): Promise<AdminUser> {
+  /**
+   * MFA on: a new TOTP secret (replacing any earlier one), stored encrypted and returned this once
+   * with its otpauth:// URI for enrolment. MFA off: the secret is removed.
+   */
+  async setMfa(
+    login: string,
+    enabled: boolean,
+  ): Promise<AdminUser & { totp?: { secret: string; uri: string } | undefined }> {
     const record = this.#changeable(login);
-    await this.#options.store.setMfa(record.user_id, enabled);
+    let totp: { secret: string; uri: string } | undefined;
+    if (enabled) {
+      const box = this.#options.secrets;
+      if (box === undefined)
+        throw new AdminError(
+          'FAILED_PRECONDITION',
+          'MFA needs secret-master-key, which svc-identity has not loaded',
+        );
+      totp = newTotpSecret(record.email);
+      await this.#options.store.setMfa(record.user_id, true, box.encrypt(totp.secret));
+    } else await this.#options.store.setMfa(record.user_id, false);
     this.#audit('mfa set', { user_id: record.user_id, mfa_enabled: String(enabled) });
-    return toAdminUser(this.#options.store.findById(record.user_id) ?? { ...record, mfa_enabled: enabled });
+    const user = toAdminUser(
+      this.#options.store.findById(record.user_id) ?? { ...record, mfa_enabled: enabled },
+    );
+    return { ...user, totp };
   }
 
   async listClients(): Promise<OAuthClientInfo[]> {

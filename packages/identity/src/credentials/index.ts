@@ -18,6 +18,8 @@ export {
   hashProblem,
   isValidPasswordHash,
   passwordProblem,
+  newPasswordProblem,
+  MIN_NEW_PASSWORD_LENGTH,
   verifyPassword,
 } from './password.ts';
 export {
@@ -44,3 +46,4 @@ export {
   type BootstrapResult,
   type LoadedCredentials,
 } from './bootstrap.ts';
+export { createSecretBox, loadMasterKey, masterKeyPath, type SecretBox } from './master-key.ts';

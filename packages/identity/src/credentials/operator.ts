@@ -2,6 +2,7 @@
 // bin/credentials-cli.ts. Secrets arrive on stdin and leave only on stdout when the action's purpose
 // is to print them (print-initial-password, the token actions); errors never contain them.
 import { readFile } from 'node:fs/promises';
+import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { BUILTIN_ROLES } from '@svc/protocol';
 import { isMap, parseDocument } from 'yaml';
@@ -132,32 +133,56 @@ export async function tokenEndpoint(home: string, _env: NodeJS.ProcessEnv): Prom
   return `http://127.0.0.1:${await ownPort(home, 'issuer', 'the issuer')}/auth/token`;
 }
 
-/** The administration UI, on the `admin_ui` port this SVC_HOME's instance recorded. */
-export async function adminUiUrl(home: string, env: NodeJS.ProcessEnv): Promise<string> {
+/** Where the administration UI listens: an HTTP base URL, and a Unix socket when it is on one. */
+export interface AdminUiTarget {
+  readonly url: string;
+  readonly socketPath: string | undefined;
+}
+
+/**
+ * The administration UI this SVC_HOME's instance recorded: its Unix socket (`admin_ui_socket` in
+ * work/ports.authadmin.json, when SVC_AUTH_ADMIN_LISTEN=unix:/path), else its `admin_ui` port.
+ */
+export async function adminUiUrl(home: string, env: NodeJS.ProcessEnv): Promise<AdminUiTarget> {
   const setting = (env['SVC_AUTH_ADMIN_UI'] ?? '').trim().toLowerCase();
   if (setting === 'off')
     throw new OperatorError(
       'the administration UI is disabled (SVC_AUTH_ADMIN_UI=off): it is the only management transport, so it is unreachable; set SVC_AUTH_ADMIN_UI=on and restart svc',
       EXIT_UNREACHABLE,
     );
-  return `http://127.0.0.1:${await ownPort(home, 'admin_ui', 'the administration UI')}`;
+  const socket = (await boundPorts(home))['admin_ui_socket'];
+  if (typeof socket === 'string' && socket.startsWith('/'))
+    return { url: 'http://localhost', socketPath: socket };
+  return {
+    url: `http://127.0.0.1:${await ownPort(home, 'admin_ui', 'the administration UI')}`,
+    socketPath: undefined,
+  };
 }
 
 // ---- HTTP ---------------------------------------------------------------------------------
 
 async function request(
-  url: string,
-  init: RequestInit,
+  target: string | { url: string; socketPath: string | undefined },
+  init: { method?: string; headers?: Record<string, string>; body?: string },
   what: string,
 ): Promise<{ status: number; body: Record<string, unknown> }> {
-  let response: Response;
+  const { url, socketPath } = typeof target === 'string' ? { url: target, socketPath: undefined } : target;
+  let status: number;
+  let text: string;
   try {
-    response = await fetch(url, { ...init, signal: AbortSignal.timeout(30_000) });
+    if (socketPath === undefined) {
+      const response = await fetch(url, { ...init, signal: AbortSignal.timeout(30_000) });
+      status = response.status;
+      text = await response.text();
+    } else ({ status, text } = await requestOverSocket(socketPath, url, init));
   } catch (error) {
-    const cause = (error as { cause?: { code?: string } }).cause?.code ?? (error as Error).name;
-    throw new OperatorError(`${what} at ${new URL(url).origin} is unreachable (${cause})`, EXIT_UNREACHABLE);
+    const cause =
+      (error as { cause?: { code?: string } }).cause?.code ??
+      (error as NodeJS.ErrnoException).code ??
+      (error as Error).name;
+    const where = socketPath === undefined ? new URL(url).origin : `unix:${socketPath}`;
+    throw new OperatorError(`${what} at ${where} is unreachable (${cause})`, EXIT_UNREACHABLE);
   }
-  const text = await response.text();
   let body: Record<string, unknown> = {};
   try {
     const parsed: unknown = JSON.parse(text);
@@ -165,7 +190,38 @@ async function request(
   } catch {
     // not JSON: reported by status below
   }
-  return { status: response.status, body };
+  return { status, body };
+}
+
+/** One HTTP request over a Unix socket (fetch cannot use one). */
+function requestOverSocket(
+  socketPath: string,
+  url: string,
+  init: { method?: string; headers?: Record<string, string>; body?: string },
+): Promise<{ status: number; text: string }> {
+  const { pathname, search } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(
+      {
+        socketPath,
+        path: pathname + search,
+        method: init.method ?? 'GET',
+        headers: { host: 'localhost', ...init.headers },
+        timeout: 30_000,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }),
+        );
+        res.on('error', reject);
+      },
+    );
+    req.on('timeout', () => req.destroy(Object.assign(new Error('timed out'), { code: 'ETIMEDOUT' })));
+    req.on('error', reject);
+    req.end(init.body);
+  });
 }
 
 function describeFailure(status: number, body: Record<string, unknown>): string {
@@ -321,7 +377,7 @@ export async function addUser(options: {
     throw new OperatorError(`role ${JSON.stringify(role)} does not exist in ${policyFilePath(workDir)}`);
   const base = await adminUiUrl(home, env);
   const created = await request(
-    `${base}/api/users`,
+    { ...base, url: `${base.url}/api/users` },
     {
       method: 'POST',
       headers: { 'content-type': 'application/json', accept: 'application/json' },
@@ -334,7 +390,7 @@ export async function addUser(options: {
   if (created.status === 409) {
     // The identity exists (e.g. created under Passwords): bind the role to it; password unchanged.
     const listed = await request(
-      `${base}/api/users`,
+      { ...base, url: `${base.url}/api/users` },
       { headers: { accept: 'application/json' } },
       'the administration UI',
     );
@@ -373,7 +429,7 @@ export async function deleteUser(options: {
     throw new OperatorError('delete-user rejects the static identities admin and guest');
   const base = await adminUiUrl(home, env);
   const deleted = await request(
-    `${base}/api/users/${encodeURIComponent(email)}`,
+    { ...base, url: `${base.url}/api/users/${encodeURIComponent(email)}` },
     { method: 'DELETE', headers: { accept: 'application/json' } },
     'the administration UI',
   );
@@ -386,6 +442,31 @@ export async function deleteUser(options: {
     );
   const principalRemoved = await removePrincipal(join(home, 'work'), user.user_id);
   return { userId: user.user_id, principalId: user.user_id, principalRemoved };
+}
+
+/** Clears a user's sign-in lockout (static identities too); resolves how many locks were in force. */
+export async function unlockUser(options: {
+  home: string;
+  env: NodeJS.ProcessEnv;
+  email: string;
+}): Promise<{ userId: string; locksCleared: number }> {
+  const base = await adminUiUrl(options.home, options.env);
+  const result = await request(
+    {
+      ...base,
+      url: `${base.url}/api/users/${encodeURIComponent(options.email)}/unlock`,
+    },
+    { method: 'POST', headers: { accept: 'application/json' } },
+    'the administration UI',
+  );
+  if (result.status === 404) throw new OperatorError(`no user ${JSON.stringify(options.email)}`);
+  const userId = result.body['user_id'];
+  const cleared = result.body['locks_cleared'];
+  if (result.status !== 200 || typeof userId !== 'string')
+    throw new OperatorError(
+      `the administration UI refused to clear the lockout: ${describeFailure(result.status, result.body)}`,
+    );
+  return { userId, locksCleared: typeof cleared === 'number' ? cleared : 0 };
 }
 
 export { CredentialError };

@@ -20,6 +20,21 @@ export function passwordProblem(password: string): string | undefined {
   return undefined;
 }
 
+/** Shortest password accepted for a new or changed user password (add-user, admin UI). */
+export const MIN_NEW_PASSWORD_LENGTH = 12;
+
+/**
+ * Why `password` may not become a user's password: the rules above plus a minimum length (a
+ * password already stored still signs in; only new ones are checked). Never includes the password.
+ */
+export function newPasswordProblem(password: string): string | undefined {
+  const problem = passwordProblem(password);
+  if (problem !== undefined) return problem;
+  if ([...password].length < MIN_NEW_PASSWORD_LENGTH)
+    return `password must be at least ${MIN_NEW_PASSWORD_LENGTH} characters`;
+  return undefined;
+}
+
 /** Why `hash` is not an acceptable stored hash, or undefined. Never includes the hash. */
 export function hashProblem(hash: string): string | undefined {
   if (BCRYPT_HASH_PATTERN.test(hash)) return undefined;

@@ -1,10 +1,10 @@
 // In-memory storage of the provider's models (sessions, interactions, grants, codes, tokens). One
 // store outlives every provider instance the assembly creates (key rotation re-creates the provider),
-// so sign-ins, grants and refresh tokens survive a rotation. State is lost when svc-identity
-// restarts: users sign in again (tokens already issued stay valid until they expire).
+// so sign-ins, grants and refresh tokens survive a rotation. svc-identity persists it
+// (state-file.ts: `snapshot()` after each change, `load()` at start) so that they survive a restart.
 import type { Adapter, AdapterPayload } from 'oidc-provider';
 
-interface Entry {
+export interface Entry {
   payload: AdapterPayload;
   expiresAt: number | undefined;
 }
@@ -25,6 +25,8 @@ export class MemoryStore {
   readonly #uids = new Map<string, string>();
   readonly #now: () => number;
   observer: GrantObserver | undefined;
+  /** Called after every change (the state file schedules a write). */
+  onChange: (() => void) | undefined;
 
   constructor(now: () => number = Date.now) {
     this.#now = now;
@@ -36,6 +38,43 @@ export class MemoryStore {
     this.#grants.delete(grantId);
     this.#entries.delete(`Grant:${grantId}`);
     this.observer?.removed(grantId);
+    this.onChange?.();
+  }
+
+  /** Live entries (`<model>:<id>` → entry), oldest first, for the state file. */
+  snapshot(): [string, Entry][] {
+    const now = this.#now();
+    return [...this.#entries].filter(([, entry]) => entry.expiresAt === undefined || entry.expiresAt > now);
+  }
+
+  /** Adds entries read back from the state file (expired ones are skipped), rebuilding the indexes. */
+  load(entries: Iterable<[string, Entry]>): void {
+    const now = this.#now();
+    for (const [key, entry] of entries) {
+      if (entry.expiresAt !== undefined && entry.expiresAt <= now) continue;
+      const colon = key.indexOf(':');
+      if (colon <= 0) continue;
+      this.#entries.set(key, entry);
+      this.#index(key.slice(0, colon), key.slice(colon + 1), entry.payload);
+    }
+  }
+
+  /** Tells the observer about every stored grant (after `load`, so that they are listed as sessions). */
+  replayGrants(): void {
+    for (const [key, entry] of this.snapshot())
+      if (key.startsWith('Grant:'))
+        this.observer?.saved(key.slice('Grant:'.length), entry.payload, entry.expiresAt);
+  }
+
+  #index(model: string, id: string, payload: AdapterPayload): void {
+    const key = `${model}:${id}`;
+    if (typeof payload.grantId === 'string') {
+      const set = this.#grants.get(payload.grantId) ?? new Set<string>();
+      set.add(key);
+      this.#grants.set(payload.grantId, set);
+    }
+    if (typeof payload.userCode === 'string') this.#userCodes.set(payload.userCode, id);
+    if (typeof payload.uid === 'string') this.#uids.set(payload.uid, id);
   }
 
   get size(): number {
@@ -63,13 +102,8 @@ export class MemoryStore {
         const expiresAt = expiresIn > 0 ? this.#now() + expiresIn * 1000 : undefined;
         this.#entries.set(key(id), { payload: { ...payload }, expiresAt });
         if (model === 'Grant') this.observer?.saved(id, payload, expiresAt);
-        if (typeof payload.grantId === 'string') {
-          const set = this.#grants.get(payload.grantId) ?? new Set<string>();
-          set.add(key(id));
-          this.#grants.set(payload.grantId, set);
-        }
-        if (typeof payload.userCode === 'string') this.#userCodes.set(payload.userCode, id);
-        if (typeof payload.uid === 'string') this.#uids.set(payload.uid, id);
+        this.#index(model, id, payload);
+        this.onChange?.();
       },
       find: async (id) => get(id),
       findByUserCode: async (userCode) => {
@@ -84,10 +118,12 @@ export class MemoryStore {
         const entry = this.#entries.get(key(id));
         if (entry !== undefined)
           entry.payload = { ...entry.payload, consumed: Math.floor(this.#now() / 1000) };
+        this.onChange?.();
       },
       destroy: async (id) => {
         this.#entries.delete(key(id));
         if (model === 'Grant') this.observer?.removed(id);
+        this.onChange?.();
       },
       revokeByGrantId: async (grantId) => {
         this.revokeGrant(grantId);

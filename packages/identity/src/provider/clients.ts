@@ -11,9 +11,20 @@ export const API_RESOURCE = 'urn:svc:api';
 /** Access-token lifetime, seconds (spec: `exp - iat` = 900). */
 export const ACCESS_TOKEN_TTL = 900;
 
-/** Scopes the issuer recognises; any other requested scope is answered 400 invalid_request. */
-export const OIDC_SCOPES = ['openid', 'email', 'profile', 'offline_access'] as const;
-export const KNOWN_SCOPES: ReadonlySet<string> = new Set<string>([...OIDC_SCOPES, AUDIENCE_SCOPE]);
+/**
+ * Scopes the issuer recognises: the set Dex accepts (CONTRACT §8). `groups` and `federated:id` are
+ * granted but add no claim (built-in users have no groups and no upstream connector).
+ */
+export const OIDC_SCOPES = [
+  'openid',
+  'email',
+  'profile',
+  'groups',
+  'offline_access',
+  'federated:id',
+] as const;
+/** Dex's cross-client scope prefix; `<prefix><client id>` is accepted for each client of the issuer. */
+export const CROSS_CLIENT_SCOPE_PREFIX = 'audience:server:client_id:';
 
 export const PASSWORD_GRANT = 'password';
 export const DEVICE_CODE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
@@ -24,6 +35,12 @@ export const PUBLIC_CLIENT_IDS: ReadonlySet<string> = new Set([
   'svc-cli',
   'svc-web',
   'svc-mcp-user',
+]);
+
+/** Every scope the issuer accepts; any other requested scope is answered 400 invalid_request. */
+export const KNOWN_SCOPES: ReadonlySet<string> = new Set<string>([
+  ...OIDC_SCOPES,
+  ...[...PUBLIC_CLIENT_IDS, AUTOMATION_CLIENT_ID].map((id) => `${CROSS_CLIENT_SCOPE_PREFIX}${id}`),
 ]);
 
 /** RFC 8252 §7.3: for native clients the port of a loopback redirect URI is not compared. */

@@ -4,7 +4,12 @@ export type { IdentityProvider, IdentityProviderOptions, LogFn } from './provide
 export { startIdentityServer } from './server.ts';
 export type { IdentityServer, IdentityServerOptions } from './server.ts';
 export { SigningKeyRing, KEY_ROTATION_MS, SIGNING_ALG } from './keys.ts';
-export type { KeyRingOptions, SigningKey } from './keys.ts';
+export type { KeyRingOptions, KeyRingSnapshot, SigningKey } from './keys.ts';
+export { IdentityState, MAX_PERSISTED_MODELS, identityStateDir } from './state-file.ts';
+export { SignInThrottle, DEFAULT_THROTTLE_LIMITS } from './sign-in-throttle.ts';
+export type { ThrottleLimits } from './sign-in-throttle.ts';
+export { PasswordSignIn, clientAddress } from './sign-in.ts';
+export { TotpVerifier, newTotpSecret, totpCode } from './totp.ts';
 export { RefreshReuse, REFRESH_REUSE_MS } from './refresh-reuse.ts';
 export { Telemetry, createTelemetryServer } from './telemetry.ts';
 export { MemoryStore } from './adapter.ts';

@@ -2,13 +2,14 @@
 // device authorization). Routes under `<issuer path>/interaction/<uid>`:
 //   GET  …/<uid>          login form, or consent form once signed in
 //   POST …/<uid>/login    username + password (bcrypt check against the IdentityStore)
+//   POST …/<uid>/totp     the 6-digit TOTP code, for users with MFA (after a right password)
 //   POST …/<uid>/confirm  grant the requested scopes and resource
 //   POST …/<uid>/abort    access_denied
 // A failed sign-in answers 401 with the form again; nothing entered is echoed except the username.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Provider } from 'oidc-provider';
-import { verifyPassword } from '../credentials/password.ts';
-import type { IdentityStore } from '../store/identity-store.ts';
+import type { PasswordSignIn } from './sign-in.ts';
+import { clientAddress } from './sign-in.ts';
 
 const MAX_FORM_BYTES = 8 * 1024;
 
@@ -37,8 +38,9 @@ export async function readForm(
   return new URLSearchParams(Buffer.concat(chunks).toString('utf8'));
 }
 
-function send(res: ServerResponse, status: number, html: string): void {
+function send(res: ServerResponse, status: number, html: string, headers: Record<string, string> = {}): void {
   res.writeHead(status, {
+    ...headers,
     'content-type': 'text/html; charset=utf-8',
     'cache-control': 'no-store',
     'x-frame-options': 'DENY',
@@ -52,7 +54,7 @@ const str = (value: unknown): string => (typeof value === 'string' ? value : '')
 
 export interface InteractionEvents {
   loginSucceeded(): void;
-  loginFailed(): void;
+  loginFailed(locked: boolean): void;
 }
 
 export function loginForm(base: string, uid: string, client: string, error?: string, username = ''): string {
@@ -69,6 +71,26 @@ ${error === undefined ? '' : `<p class="error" role="alert">${escapeHtml(error)}
   );
 }
 
+export function totpForm(base: string, uid: string, client: string, error?: string): string {
+  return page(
+    'Enter your code',
+    `<p>Application <b>${escapeHtml(client)}</b>: enter the 6-digit code from your authenticator app.</p>
+${error === undefined ? '' : `<p class="error" role="alert">${escapeHtml(error)}</p>`}
+<form method="post" action="${escapeHtml(`${base}/${uid}/totp`)}" autocomplete="off">
+<label>Code<input name="code" inputmode="numeric" pattern="[0-9 ]{6,8}" maxlength="8" autocomplete="one-time-code" autofocus required></label>
+<button type="submit" name="action" value="totp">Verify</button>
+</form>
+<form method="post" action="${escapeHtml(`${base}/${uid}/abort`)}"><button type="submit">Cancel</button></form>`,
+  );
+}
+
+function lockedPage(res: ServerResponse, retryAfterMs: number, render: (message: string) => string): void {
+  const seconds = Math.ceil(retryAfterMs / 1000);
+  send(res, 429, render(`Too many failed sign-ins. Try again in ${seconds} seconds.`), {
+    'retry-after': String(seconds),
+  });
+}
+
 function consentForm(base: string, uid: string, client: string, scopes: string[]): string {
   return page(
     'Authorize',
@@ -81,14 +103,14 @@ function consentForm(base: string, uid: string, client: string, scopes: string[]
 /** Handles one request under `base` (= `<issuer path>/interaction`); `rest` is the path after it. */
 export async function handleInteraction(
   provider: Provider,
-  store: IdentityStore,
+  signIn: PasswordSignIn,
   base: string,
   rest: string,
   req: IncomingMessage,
   res: ServerResponse,
   events: InteractionEvents,
 ): Promise<void> {
-  const match = /^\/([A-Za-z0-9_-]{1,128})(?:\/(login|confirm|abort))?$/.exec(rest);
+  const match = /^\/([A-Za-z0-9_-]{1,128})(?:\/(login|totp|confirm|abort))?$/.exec(rest);
   if (match === null) {
     send(res, 404, page('Not found', '<p>No such page.</p>'));
     return;
@@ -118,7 +140,14 @@ export async function handleInteraction(
       send(res, 405, page('Not allowed', ''));
       return;
     }
-    if (details.prompt.name === 'login') send(res, 200, loginForm(base, uid, client));
+    if (details.prompt.name === 'login')
+      send(
+        res,
+        200,
+        signIn.pendingSecondFactor(uid) === undefined
+          ? loginForm(base, uid, client)
+          : totpForm(base, uid, client),
+      );
     else
       send(res, 200, consentForm(base, uid, client, str(details.params['scope']).split(' ').filter(Boolean)));
     return;
@@ -150,19 +179,51 @@ export async function handleInteraction(
     }
     const username = form.get('username') ?? '';
     const password = form.get('password') ?? '';
-    const user = store.findByLogin(username);
     // verifyPassword refuses > 72 bytes; a leftover hash typed as the password simply does not match.
-    const ok = user !== undefined && (await verifyPassword(password, user.password_hash));
-    if (!ok) {
-      events.loginFailed();
-      send(res, 401, loginForm(base, uid, client, 'Invalid username or password.', username));
+    const result = await signIn.verify(username, password, clientAddress(req));
+    if (!result.ok) {
+      events.loginFailed(result.reason === 'locked');
+      if (result.reason === 'locked')
+        lockedPage(res, result.retryAfterMs, (message) => loginForm(base, uid, client, message, username));
+      else send(res, 401, loginForm(base, uid, client, 'Invalid username or password.', username));
       return;
     }
+    const user = result.user;
+    if (signIn.mfaRequired(user)) {
+      signIn.awaitSecondFactor(uid, user, result.userKey);
+      send(res, 200, totpForm(base, uid, client));
+      return;
+    }
+    signIn.succeeded(result.userKey);
     events.loginSucceeded();
     await provider.interactionFinished(
       req,
       res,
       { login: { accountId: user.user_id } },
+      { mergeWithLastSubmission: false },
+    );
+    return;
+  }
+
+  if (action === 'totp') {
+    if (details.prompt.name !== 'login' || signIn.pendingSecondFactor(uid) === undefined) {
+      send(res, 400, page('Sign-in expired', '<p>Enter your password again.</p>'));
+      return;
+    }
+    const result = signIn.verifySecondFactor(uid, form.get('code') ?? '', clientAddress(req));
+    if (!result.ok) {
+      events.loginFailed(result.reason === 'locked');
+      if (result.reason === 'locked')
+        lockedPage(res, result.retryAfterMs, (message) => totpForm(base, uid, client, message));
+      else send(res, 401, totpForm(base, uid, client, 'The code is not valid. Try the current one.'));
+      return;
+    }
+    signIn.succeeded(result.userKey);
+    events.loginSucceeded();
+    await provider.interactionFinished(
+      req,
+      res,
+      { login: { accountId: result.user.user_id, amr: ['pwd', 'otp'] } },
       { mergeWithLastSubmission: false },
     );
     return;

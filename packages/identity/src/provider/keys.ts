@@ -30,6 +30,29 @@ export interface KeyRingOptions {
   retainMs?: number | undefined;
   /** Key generator (tests may inject a faster one); default RSA 2048. */
   generate?: (() => JsonWebKey) | undefined;
+  /** Keys saved by an earlier run (`snapshot()`): restored instead of generating a first key. */
+  restore?: KeyRingSnapshot | undefined;
+}
+
+/** What the state file keeps of the ring (private keys: the file is encrypted). */
+export interface KeyRingSnapshot {
+  readonly keys: readonly SigningKey[];
+  readonly rotations: number;
+}
+
+function isSigningKey(value: unknown): value is SigningKey {
+  const key = value as Partial<SigningKey> | null;
+  return (
+    typeof key === 'object' &&
+    key !== null &&
+    typeof key.kid === 'string' &&
+    typeof key.createdAt === 'number' &&
+    (key.retiredAt === undefined || typeof key.retiredAt === 'number') &&
+    typeof key.privateJwk === 'object' &&
+    key.privateJwk !== null &&
+    key.privateJwk.kty === 'RSA' &&
+    typeof key.privateJwk.d === 'string'
+  );
 }
 
 function generateRsaJwk(): JsonWebKey {
@@ -56,7 +79,19 @@ export class SigningKeyRing {
     this.#rotationMs = options.rotationMs ?? KEY_ROTATION_MS;
     this.#retainMs = options.retainMs ?? (900 + 60) * 1000;
     this.#generate = options.generate ?? generateRsaJwk;
-    this.#add(this.#now());
+    const restored = options.restore?.keys.filter(isSigningKey) ?? [];
+    if (restored.length > 0 && restored[0]?.retiredAt === undefined) {
+      // JSON drops `retiredAt: undefined`; the active key is the first one.
+      this.#keys = restored.map((key) => ({ ...key, retiredAt: key.retiredAt }));
+      this.#rotations = options.restore?.rotations ?? 0;
+      this.#version = 1;
+      this.update();
+    } else this.#add(this.#now());
+  }
+
+  /** The keys and the rotation count, for the state file. */
+  snapshot(): KeyRingSnapshot {
+    return { keys: this.#keys.map((key) => ({ ...key })), rotations: this.#rotations };
   }
 
   #add(at: number): void {

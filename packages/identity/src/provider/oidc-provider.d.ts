@@ -33,6 +33,8 @@ declare module 'oidc-provider' {
     method: string;
     path: string;
     status: number;
+    req: IncomingMessage;
+    set(field: string, value: string): void;
   }
 
   export interface ResourceServerInfo {

@@ -21,7 +21,6 @@ import type {
   ResourceServerInfo,
 } from 'oidc-provider';
 import internals from 'oidc-provider/lib/helpers/weak_cache.js';
-import { verifyPassword } from '../credentials/password.ts';
 import type { SessionRecord } from '../admin/sessions.ts';
 import type { IdentityStore } from '../store/identity-store.ts';
 import { MemoryStore } from './adapter.ts';
@@ -41,6 +40,11 @@ import { SIGNING_ALG, SigningKeyRing } from './keys.ts';
 import { DEFAULT_WEB_REDIRECT_URIS } from './settings.ts';
 import { RefreshReuse, REFRESH_REUSE_MS } from './refresh-reuse.ts';
 import { Telemetry } from './telemetry.ts';
+import type { SecretBox } from '../credentials/master-key.ts';
+import { PasswordSignIn, clientAddress } from './sign-in.ts';
+import type { IdentityState } from './state-file.ts';
+import type { SignInResult } from './sign-in.ts';
+import { SignInThrottle } from './sign-in-throttle.ts';
 
 export const REFRESH_TOKEN_IDLE_SECONDS = 168 * 3600;
 /** Bound of a form body read by the front (oidc-provider's own limit is 56 KiB). */
@@ -69,6 +73,12 @@ export interface IdentityProviderOptions {
   log?: LogFn | undefined;
   /** Where grants are listed as sessions for the admin API (revoking one ends the grant). */
   sessions?: SessionSink | undefined;
+  /** Decrypts users' TOTP secrets (secret-master-key); without it no MFA user can sign in. */
+  secrets?: SecretBox | undefined;
+  /** Persisted state (keys, grants, tokens, device codes, sessions); default: in memory only. */
+  state?: IdentityState | undefined;
+  /** Password-guessing limits; default: the documented limits on `now`. */
+  throttle?: SignInThrottle | undefined;
 }
 
 /** The part of the admin API's session registry the provider feeds. */
@@ -87,6 +97,8 @@ export interface IdentityProvider {
   refreshKeys(): void;
   /** A regenerated `svc-automation` secret (admin API): applies to the next request. */
   setAutomationSecret(secret: string): void;
+  /** The password check and its throttle (the admin API clears lockouts through it). */
+  readonly signIn: PasswordSignIn;
 }
 
 function oauthError(res: ServerResponse, status: number, error: string, description: string): void {
@@ -151,20 +163,40 @@ function resourceServerInfo(): ResourceServerInfo {
   };
 }
 
-function failedSignIn(): OIDCProviderError {
-  // Spec ("Password rules" 5, "Errors"): a wrong password — including a leftover hash — is 401.
-  const error = new errors.InvalidGrant('invalid username or password');
-  error.status = 401;
-  error.statusCode = 401;
+/** `invalid_grant` with this status and description (the library's constructor takes a detail only). */
+function grantError(status: number, description: string): OIDCProviderError {
+  const error = new errors.InvalidGrant(description);
+  error.error_description = description;
+  error.status = status;
+  error.statusCode = status;
   return error;
+}
+
+function failedSignIn(
+  result: Exclude<SignInResult, { ok: true }>,
+  ctx: KoaContextWithOIDC,
+): OIDCProviderError {
+  if (result.reason === 'locked') {
+    // Too many failed sign-ins for this user or from this address: 429 until the lock ends.
+    const seconds = Math.ceil(result.retryAfterMs / 1000);
+    ctx.set('retry-after', String(seconds));
+    return grantError(429, `too many failed sign-ins: try again in ${seconds} s`);
+  }
+  // Spec ("Password rules" 5, "Errors"): a wrong password — including a leftover hash — is 401.
+  return grantError(401, 'invalid username or password');
 }
 
 export function createIdentityProvider(options: IdentityProviderOptions): IdentityProvider {
   const now = options.now ?? Date.now;
   const log: LogFn = options.log ?? (() => undefined);
-  const keys = options.keys ?? new SigningKeyRing({ now });
+  const state = options.state;
+  const keys = options.keys ?? new SigningKeyRing({ now, restore: state?.keys });
   const store = options.store;
-  const models = new MemoryStore();
+  const signIn = new PasswordSignIn(store, options.throttle ?? new SignInThrottle({ now }), {
+    secrets: options.secrets,
+    now,
+  });
+  const models = state?.models ?? new MemoryStore();
   const sessions = options.sessions;
   if (sessions !== undefined) {
     models.observer = {
@@ -191,7 +223,7 @@ export function createIdentityProvider(options: IdentityProviderOptions): Identi
   }
   const reuse = new RefreshReuse(now, REFRESH_REUSE_MS);
   const telemetry = new Telemetry(now);
-  const cookieKeys = [randomBytes(32).toString('base64url')];
+  const cookieKeys = state?.cookieKeys ?? [randomBytes(32).toString('base64url')];
   const issuerPath = new URL(options.issuer).pathname.replace(/\/+$/, '');
   const interactionBase = `${issuerPath}/interaction`;
   const noRotation = new WeakSet<object>();
@@ -334,11 +366,21 @@ export function createIdentityProvider(options: IdentityProviderOptions): Identi
           const password = params['password'];
           if (typeof username !== 'string' || typeof password !== 'string')
             throw new errors.InvalidRequest('username and password are required');
-          const user = store.findByLogin(username);
-          if (user === undefined || !(await verifyPassword(password, user.password_hash))) {
-            telemetry.count('logins_failed');
-            throw failedSignIn();
+          const result = await signIn.verify(username, password, clientAddress(ctx.req));
+          if (!result.ok) {
+            telemetry.count(result.reason === 'locked' ? 'logins_locked' : 'logins_failed');
+            throw failedSignIn(result, ctx);
           }
+          const user = result.user;
+          if (signIn.mfaRequired(user)) {
+            // No second factor travels in this grant: only the browser and device flows ask for it.
+            telemetry.count('logins_mfa_required');
+            throw grantError(
+              400,
+              'multi-factor authentication is required for this user: sign in with the browser or device flow',
+            );
+          }
+          signIn.succeeded(result.userKey);
           telemetry.count('logins_succeeded');
           const scopeParam = typeof params['scope'] === 'string' ? params['scope'] : 'openid';
           const requested = new Set(scopeParam.split(' ').filter(Boolean));
@@ -346,7 +388,9 @@ export function createIdentityProvider(options: IdentityProviderOptions): Identi
           if (resource !== undefined && resource !== API_RESOURCE)
             throw new errors.InvalidRequest('unknown resource indicator');
           const forApi = requested.has(AUDIENCE_SCOPE) || resource === API_RESOURCE;
-          const oidcScope = [...requested].filter((s) => s !== AUDIENCE_SCOPE).join(' ');
+          const oidcScope = [...requested]
+            .filter((s) => (OIDC_SCOPES as readonly string[]).includes(s))
+            .join(' ');
 
           const grant = new provider.Grant({ accountId: user.user_id, clientId: client.clientId });
           if (oidcScope !== '') grant.addOIDCScope(oidcScope);
@@ -428,15 +472,24 @@ export function createIdentityProvider(options: IdentityProviderOptions): Identi
     return { provider, callback: provider.callback() };
   }
 
+  models.replayGrants();
   let current = build();
   let builtVersion = keys.version;
   telemetry.setGauge('active_kid', keys.activeKid);
+  const saveKeys = (): void =>
+    void state
+      ?.saveKeys(keys.snapshot())
+      .catch((error: unknown) =>
+        log('error', 'cannot save the signing keys', { error: (error as Error).message }),
+      );
+  saveKeys();
 
   function refreshKeys(): void {
     keys.update();
     if (keys.version === builtVersion) return;
     current = build();
     builtVersion = keys.version;
+    saveKeys();
     telemetry.setGauge('active_kid', keys.activeKid);
     telemetry.setGauge('key_rotations', keys.rotations);
     log('info', 'signing keys changed', {
@@ -458,14 +511,14 @@ export function createIdentityProvider(options: IdentityProviderOptions): Identi
     if (path.startsWith(`${interactionBase}/`)) {
       await handleInteraction(
         provider,
-        store,
+        signIn,
         interactionBase,
         path.slice(interactionBase.length),
         req,
         res,
         {
           loginSucceeded: () => telemetry.count('logins_succeeded'),
-          loginFailed: () => telemetry.count('logins_failed'),
+          loginFailed: (locked) => telemetry.count(locked ? 'logins_locked' : 'logins_failed'),
         },
       );
       return;
@@ -525,6 +578,7 @@ export function createIdentityProvider(options: IdentityProviderOptions): Identi
 
   return {
     issuer: options.issuer,
+    signIn,
     keys,
     telemetry,
     refreshKeys,

@@ -101,6 +101,7 @@ export async function startIdentityServer(options: IdentityServerOptions): Promi
         );
         for (const socket of [...issuerSockets, ...telemetrySockets]) socket.destroy();
         await closed;
+        await options.state?.close();
       })();
       return closing;
     },

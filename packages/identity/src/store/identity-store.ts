@@ -13,6 +13,8 @@ export interface UserRecord {
   readonly static: boolean;
   readonly created_at: string;
   readonly mfa_enabled: boolean;
+  /** The TOTP secret, encrypted with secret-master-key (`enc:v1:…`); set while MFA is enrolled. */
+  readonly mfa_secret?: string | undefined;
 }
 
 export interface IdentityStore {
@@ -25,5 +27,6 @@ export interface IdentityStore {
   /** Removes a created user; throws for a static identity; undefined when none. */
   delete(email: string): Promise<UserRecord | undefined>;
   setPasswordHash(userId: string, passwordHash: string): Promise<void>;
-  setMfa(userId: string, enabled: boolean): Promise<void>;
+  /** MFA on with the encrypted TOTP secret `secret`, or off (`enabled` false: the secret is removed). */
+  setMfa(userId: string, enabled: boolean, secret?: string): Promise<void>;
 }

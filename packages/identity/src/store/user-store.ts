@@ -33,7 +33,16 @@ export function usersFilePath(workDir: string): string {
 const MAX_EMAIL_LENGTH = 254;
 const EMAIL_PATTERN = /^[^\s@\p{Cc}]+@[^\s@\p{Cc}]+$/u;
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-const FIELDS = ['user_id', 'username', 'email', 'password_hash', 'created_at', 'mfa_enabled'] as const;
+const FIELDS = [
+  'user_id',
+  'username',
+  'email',
+  'password_hash',
+  'created_at',
+  'mfa_enabled',
+  'mfa_secret',
+] as const;
+const MAX_MFA_SECRET_LENGTH = 512;
 const STATIC_LOGINS = new Set<string>(
   Object.values(STATIC_IDENTITIES).flatMap((identity) => [identity.username, identity.email.toLowerCase()]),
 );
@@ -144,6 +153,18 @@ export function parseUsersFile(text: string, file: string): UserRecord[] {
     const mfa = record['mfa_enabled'];
     if (mfa !== undefined && typeof mfa !== 'boolean')
       throw new CredentialError(file, `${where}.mfa_enabled must be true or false`, fieldLine('mfa_enabled'));
+    const mfaSecret = record['mfa_secret'];
+    if (
+      mfaSecret !== undefined &&
+      (typeof mfaSecret !== 'string' ||
+        !mfaSecret.startsWith('enc:v1:') ||
+        mfaSecret.length > MAX_MFA_SECRET_LENGTH)
+    )
+      throw new CredentialError(
+        file,
+        `${where}.mfa_secret must be an encrypted value (enc:v1:…)`,
+        fieldLine('mfa_secret'),
+      );
     ids.add(user_id);
     emails.add(email.toLowerCase());
     users.push({
@@ -154,6 +175,7 @@ export function parseUsersFile(text: string, file: string): UserRecord[] {
       static: false,
       created_at,
       mfa_enabled: mfa === true,
+      ...(typeof mfaSecret === 'string' ? { mfa_secret: mfaSecret } : {}),
     });
   });
   return users;
@@ -172,6 +194,7 @@ export function formatUsersFile(users: readonly UserRecord[]): string {
         password_hash: u.password_hash,
         created_at: u.created_at,
         mfa_enabled: u.mfa_enabled,
+        ...(u.mfa_secret === undefined ? {} : { mfa_secret: u.mfa_secret }),
       })),
     })
   );
@@ -263,8 +286,13 @@ export class UserStore implements IdentityStore {
     });
   }
 
-  setMfa(userId: string, enabled: boolean): Promise<void> {
-    return this.#update(userId, (u) => ({ ...u, mfa_enabled: enabled }));
+  setMfa(userId: string, enabled: boolean, secret?: string): Promise<void> {
+    return this.#update(userId, (u) => {
+      const { mfa_secret: _previous, ...rest } = u;
+      return enabled && secret !== undefined
+        ? { ...rest, mfa_enabled: true, mfa_secret: secret }
+        : { ...rest, mfa_enabled: enabled };
+    });
   }
 
   #update(userId: string, change: (user: UserRecord) => UserRecord): Promise<void> {

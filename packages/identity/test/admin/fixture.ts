@@ -2,7 +2,7 @@
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { hashPassword } from '../../src/credentials/index.ts';
+import { hashPassword, loadMasterKey, type SecretBox } from '../../src/credentials/index.ts';
 import { createAdminClient, type AdminClient } from '../../src/admin/grpc-client.ts';
 import { startAdminGrpcServer, type AdminGrpcServer } from '../../src/admin/grpc-server.ts';
 import { AdminService } from '../../src/admin/service.ts';
@@ -20,6 +20,10 @@ export interface AdminFixture {
   /** Secrets handed to onAutomationSecretChanged (never logged). */
   readonly automationSecrets: string[];
   readonly audit: { event: string; fields: Record<string, string> }[];
+  /** The work directory's secret-master-key (TOTP secrets are stored encrypted with it). */
+  readonly secrets: SecretBox;
+  /** Users whose sign-in lockout the service was asked to clear. */
+  readonly unlocked: string[];
   /** A client with the right client certificate (closed by close()). */
   client(): AdminClient;
   close(): Promise<void>;
@@ -34,10 +38,19 @@ export async function startAdminFixture(): Promise<AdminFixture> {
   const sessions = new InMemorySessionRegistry();
   const automationSecrets: string[] = [];
   const audit: AdminFixture['audit'] = [];
+  const secrets = await loadMasterKey(workDir);
+  const unlocked: string[] = [];
   const service = new AdminService({
     store,
     sessions,
     workDir,
+    secrets,
+    signInLocks: {
+      clear: (user) => {
+        unlocked.push(user.user_id);
+        return 1;
+      },
+    },
     onAutomationSecretChanged: (secret) => void automationSecrets.push(secret),
     audit: (event, fields) => void audit.push({ event, fields }),
   });
@@ -52,6 +65,8 @@ export async function startAdminFixture(): Promise<AdminFixture> {
     server,
     automationSecrets,
     audit,
+    secrets,
+    unlocked,
     client() {
       const client = createAdminClient(server.target, {
         caCert: tls.caCert,

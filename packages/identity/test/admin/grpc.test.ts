@@ -105,23 +105,26 @@ describe('mutual TLS', () => {
 
 describe('Passwords', () => {
   it('creates a user with a bcrypt cost-10 hash, who has no role and can sign in at once', async () => {
-    const user = await client.Passwords.CreateUser({ email: 'alice@example.com', password: 'correct horse' });
+    const user = await client.Passwords.CreateUser({
+      email: 'alice@example.com',
+      password: 'correct horse staple',
+    });
     expect(user).toMatchObject({ email: 'alice@example.com', static: false, mfa_enabled: false });
     expect(user.user_id).toMatch(/^[0-9a-f-]{36}$/);
     const stored = fixture.store.findByLogin('alice@example.com')!;
     expect(stored.password_hash).toMatch(/^\$2[aby]\$10\$[./A-Za-z0-9]{53}$/);
-    expect(await bcrypt.compare('correct horse', stored.password_hash)).toBe(true);
+    expect(await bcrypt.compare('correct horse staple', stored.password_hash)).toBe(true);
     expect((await client.Passwords.ListUsers({})).users.map((u) => u.email)).toContain('alice@example.com');
-    expect(JSON.stringify(fixture.audit)).not.toContain('correct horse');
+    expect(JSON.stringify(fixture.audit)).not.toContain('correct horse staple');
   });
 
   it('refuses a taken email, a bad email, a bad password and the static identities', async () => {
-    await expect(client.Passwords.CreateUser({ email: 'ALICE@example.com', password: 'x' })).rejects.toEqual(
-      rejection(grpc.status.ALREADY_EXISTS),
-    );
-    await expect(client.Passwords.CreateUser({ email: 'not-an-email', password: 'x' })).rejects.toEqual(
-      rejection(grpc.status.INVALID_ARGUMENT),
-    );
+    await expect(
+      client.Passwords.CreateUser({ email: 'ALICE@example.com', password: 'x'.repeat(12) }),
+    ).rejects.toEqual(rejection(grpc.status.ALREADY_EXISTS));
+    await expect(
+      client.Passwords.CreateUser({ email: 'not-an-email', password: 'x'.repeat(12) }),
+    ).rejects.toEqual(rejection(grpc.status.INVALID_ARGUMENT));
     const long = 'é'.repeat(37); // 74 bytes
     const refused = client.Passwords.CreateUser({ email: 'bob@example.com', password: long });
     await expect(refused).rejects.toEqual(rejection(grpc.status.INVALID_ARGUMENT));
@@ -140,7 +143,7 @@ describe('Passwords', () => {
       email: 'bob@example.com',
     });
     for (const email of ['admin@svc.local', 'Guest@svc.local'])
-      await expect(client.Passwords.CreateUser({ email, password: 'pw' })).rejects.toEqual(
+      await expect(client.Passwords.CreateUser({ email, password: 'pw'.repeat(6) })).rejects.toEqual(
         rejection(grpc.status.FAILED_PRECONDITION),
       );
   });
@@ -153,16 +156,16 @@ describe('Passwords', () => {
       kind: 'browser',
       created_at: new Date().toISOString(),
     });
-    await client.Passwords.SetPassword({ email: 'alice@example.com', password: 'battery staple' });
+    await client.Passwords.SetPassword({ email: 'alice@example.com', password: 'battery staple horse' });
     const stored = fixture.store.findByLogin('alice@example.com')!;
-    expect(await bcrypt.compare('battery staple', stored.password_hash)).toBe(true);
+    expect(await bcrypt.compare('battery staple horse', stored.password_hash)).toBe(true);
     expect(fixture.sessions.list().map((s) => s.id)).not.toContain('s-alice');
     for (const email of ['admin@svc.local', 'guest', 'admin'])
-      await expect(client.Passwords.SetPassword({ email, password: 'pw' })).rejects.toEqual(
+      await expect(client.Passwords.SetPassword({ email, password: 'pw'.repeat(6) })).rejects.toEqual(
         rejection(grpc.status.FAILED_PRECONDITION),
       );
     await expect(
-      client.Passwords.SetPassword({ email: 'nobody@example.com', password: 'pw' }),
+      client.Passwords.SetPassword({ email: 'nobody@example.com', password: 'pw'.repeat(6) }),
     ).rejects.toEqual(rejection(grpc.status.NOT_FOUND));
     await expect(
       client.Passwords.SetPassword({ email: 'alice@example.com', password: 'x'.repeat(73) }),
@@ -266,22 +269,65 @@ describe('Sessions', () => {
   });
 });
 
+describe('sign-in lockouts and password length', () => {
+  it('UnlockUser clears the lockout of any user, static identities included; unknown users are NOT_FOUND', async () => {
+    expect(await client.Passwords.UnlockUser({ email: 'admin' })).toEqual({
+      email: 'admin@svc.local',
+      user_id: 'admin',
+      locks_cleared: 1,
+    });
+    expect(fixture.unlocked).toContain('admin');
+    await expect(client.Passwords.UnlockUser({ email: 'nobody@example.com' })).rejects.toEqual(
+      rejection(grpc.status.NOT_FOUND),
+    );
+    await expect(client.Passwords.UnlockUser({ email: ' ' })).rejects.toEqual(
+      rejection(grpc.status.INVALID_ARGUMENT),
+    );
+  });
+
+  it('a new password needs at least 12 characters (create and set)', async () => {
+    const short = client.Passwords.CreateUser({ email: 'short@example.com', password: 'elevenchars' });
+    await expect(short).rejects.toEqual(rejection(grpc.status.INVALID_ARGUMENT));
+    expect(String(await short.catch((e: unknown) => e))).toMatch(/at least 12 characters/);
+    await client.Passwords.CreateUser({ email: 'short@example.com', password: 'twelve chars' });
+    await expect(
+      client.Passwords.SetPassword({ email: 'short@example.com', password: 'too short' }),
+    ).rejects.toEqual(rejection(grpc.status.INVALID_ARGUMENT));
+  });
+});
+
 describe('Mfa', () => {
   it('gets and sets the MFA state of a created user; static identities are read-only', async () => {
     expect(await client.Mfa.GetMfa({ email: 'alice@example.com' })).toMatchObject({
       email: 'alice@example.com',
       enabled: false,
     });
-    expect(await client.Mfa.SetMfa({ email: 'alice@example.com', enabled: true })).toMatchObject({
+    const enrolled = await client.Mfa.SetMfa({ email: 'alice@example.com', enabled: true });
+    expect(enrolled).toMatchObject({ enabled: true });
+    // The TOTP secret is shown this once (base32, 160 bits) with its otpauth URI, stored encrypted.
+    expect(enrolled.secret).toMatch(/^[A-Z2-7]{32}$/);
+    expect(enrolled.otpauth_uri).toMatch(/^otpauth:\/\/totp\/svc:alice%40example\.com\?/);
+    expect(enrolled.otpauth_uri).toContain(`secret=${enrolled.secret}`);
+    const stored = fixture.store.findByLogin('alice@example.com')!;
+    expect(stored.mfa_enabled).toBe(true);
+    expect(stored.mfa_secret).toMatch(/^enc:v1:/);
+    expect(stored.mfa_secret).not.toContain(enrolled.secret);
+    expect(fixture.secrets.decrypt(stored.mfa_secret!)).toBe(enrolled.secret);
+    expect(await client.Mfa.GetMfa({ email: 'alice@example.com' })).toMatchObject({
       enabled: true,
+      secret: '',
+      otpauth_uri: '',
     });
-    expect(fixture.store.findByLogin('alice@example.com')!.mfa_enabled).toBe(true);
-    expect(await client.Mfa.GetMfa({ email: 'alice@example.com' })).toMatchObject({ enabled: true });
+    expect(JSON.stringify(fixture.audit)).not.toContain(enrolled.secret);
     expect(await client.Mfa.GetMfa({ email: 'admin@svc.local' })).toEqual({
       email: 'admin@svc.local',
       user_id: 'admin',
       enabled: false,
+      secret: '',
+      otpauth_uri: '',
     });
+    await client.Mfa.SetMfa({ email: 'alice@example.com', enabled: false });
+    expect(fixture.store.findByLogin('alice@example.com')!.mfa_secret).toBeUndefined();
     await expect(client.Mfa.SetMfa({ email: 'admin@svc.local', enabled: true })).rejects.toEqual(
       rejection(grpc.status.FAILED_PRECONDITION),
     );

@@ -63,9 +63,14 @@ export class MemoryIdentityStore implements IdentityStore {
     this.#users.set(userId, { ...record, password_hash: passwordHash });
   }
 
-  async setMfa(userId: string, enabled: boolean): Promise<void> {
-    const record = this.#mutable(userId);
-    this.#users.set(userId, { ...record, mfa_enabled: enabled });
+  async setMfa(userId: string, enabled: boolean, secret?: string): Promise<void> {
+    const { mfa_secret: _previous, ...record } = this.#mutable(userId);
+    this.#users.set(
+      userId,
+      enabled && secret !== undefined
+        ? { ...record, mfa_enabled: true, mfa_secret: secret }
+        : { ...record, mfa_enabled: enabled },
+    );
   }
 
   #mutable(userId: string): UserRecord {

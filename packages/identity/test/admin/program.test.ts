@@ -1,10 +1,12 @@
 // The svc-auth-admin program as the daemon runs it (a child process): SVC_AUTH_ADMIN_UI=off idles
 // without a listener, on serves the UI against the gRPC API, a non-loopback listener is refused.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
+import { lstat, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '@svc/testkit';
+import { parseAdminUiListen } from '../../src/admin/listen.ts';
 import { adminUiEnabled } from '../../src/admin/program.ts';
 import { startAdminFixture, type AdminFixture } from './fixture.ts';
 
@@ -114,6 +116,67 @@ describe('svc-auth-admin', () => {
     await expect(readFile(join(fixture.workDir, 'ports.authadmin.json'))).rejects.toMatchObject({
       code: 'ENOENT',
     });
+  });
+
+  it('on a Unix socket: mode 0600, replaces a stale socket, refuses a live one and hostile paths', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'svc-ui-sock-'));
+    const path = join(dir, 'ui.sock');
+    try {
+      // A stale socket left by a killed run (nothing accepts on it) is replaced.
+      const holder = spawn(process.execPath, [
+        '-e',
+        `require('node:net').createServer().listen(${JSON.stringify(path)}, () => console.log('up'))`,
+      ]);
+      await new Promise((resolve) => holder.stdout.once('data', resolve));
+      holder.kill('SIGKILL');
+      await new Promise((resolve) => holder.once('exit', resolve));
+      expect((await lstat(path)).isSocket()).toBe(true);
+      const running = run({
+        SVC_AUTH_ADMIN_LISTEN: `unix:${path}`,
+        SVC_AUTH_GRPC_LISTEN: fixture.server.target,
+      });
+      try {
+        await running.output(/administration UI listening on unix:/);
+        const info = await lstat(path);
+        expect(info.isSocket()).toBe(true);
+        expect(info.mode & 0o777).toBe(0o600);
+        expect(JSON.parse(await readFile(join(fixture.workDir, 'ports.authadmin.json'), 'utf8'))).toEqual({
+          admin_ui_socket: path,
+        });
+        // A second program on the same (live) socket is refused.
+        const second = run({
+          SVC_AUTH_ADMIN_LISTEN: `unix:${path}`,
+          SVC_AUTH_GRPC_LISTEN: fixture.server.target,
+        });
+        const refused = await second.exited;
+        expect(refused.code).toBe(1);
+        expect(refused.stderr).toContain('is in use by another process');
+      } finally {
+        expect(await stop(running)).toBe(0);
+      }
+      await expect(lstat(path)).rejects.toMatchObject({ code: 'ENOENT' });
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('parses SVC_AUTH_ADMIN_LISTEN: loopback host:port or unix:<absolute path>, nothing else', () => {
+    expect(parseAdminUiListen('unix:/run/svc/admin-ui.sock', 'V')).toEqual({
+      kind: 'unix',
+      path: '/run/svc/admin-ui.sock',
+    });
+    expect(parseAdminUiListen('127.0.0.1:6064', 'V')).toEqual({ kind: 'tcp', host: '127.0.0.1', port: 6064 });
+    for (const bad of [
+      'unix:relative.sock',
+      'unix:',
+      'unix:/dir/',
+      'unix:/a\u0000b',
+      `unix:/${'x'.repeat(200)}`,
+      'unix:/ok\nX-Injected: 1',
+      '0.0.0.0:6064',
+      'unix',
+    ])
+      expect(() => parseAdminUiListen(bad, 'V'), bad).toThrow(/^V: /);
   });
 
   it('refuses a non-loopback listener', async () => {

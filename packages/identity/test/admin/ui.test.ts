@@ -128,7 +128,7 @@ describe('administration UI in Chromium', () => {
   });
 
   it('manages OAuth clients, sessions and MFA', async () => {
-    await fixture.client().Passwords.CreateUser({ email: 'erin@example.com', password: 'erin-pw' });
+    await fixture.client().Passwords.CreateUser({ email: 'erin@example.com', password: 'erin-password-1' });
     const erin = fixture.store.findByLogin('erin@example.com')!;
     fixture.sessions.add({
       id: 'sess-erin',
@@ -162,9 +162,18 @@ describe('administration UI in Chromium', () => {
         'static identity',
       );
       await page.getByRole('button', { name: 'Turn on MFA for erin@example.com' }).click();
-      await page.waitForURL(/notice=/);
+      // Enrolment: the secret is shown on this page, once, and never put in a URL.
+      await page.locator('#enrolment').waitFor();
+      const shown = (await page.locator('#totp-secret').textContent())!;
+      expect(shown).toMatch(/^[A-Z2-7]{32}$/);
+      expect(await page.locator('#totp-uri').textContent()).toContain(`secret=${shown}`);
+      expect(page.url()).not.toContain(shown);
       expect(await page.locator('tr[data-email="erin@example.com"] .mfa-state').textContent()).toBe('on');
-      expect(fixture.store.findByLogin('erin@example.com')!.mfa_enabled).toBe(true);
+      const stored = fixture.store.findByLogin('erin@example.com')!;
+      expect(stored.mfa_enabled).toBe(true);
+      expect(fixture.secrets.decrypt(stored.mfa_secret!)).toBe(shown);
+      await page.goto(`${ui.url}/mfa`);
+      expect(await page.content()).not.toContain(shown);
     } finally {
       await page.close();
     }
@@ -198,7 +207,7 @@ describe('request checks (without a browser)', () => {
 
   it('needs the CSRF token, a same-origin Origin or Referer, and a loopback Host', async () => {
     const csrf = await csrfToken();
-    const body = form({ csrf, email: 'frank@example.com', password: 'frank-pw' });
+    const body = form({ csrf, email: 'frank@example.com', password: 'frank-password-1' });
     const post = (headers: Record<string, string>, payload = body) =>
       fetch(`${ui.url}/passwords/create`, {
         method: 'POST',
@@ -210,7 +219,8 @@ describe('request checks (without a browser)', () => {
     expect((await post({ referer: 'http://evil.example/page' })).status).toBe(403);
     expect((await post({})).status).toBe(403); // neither header
     expect(
-      (await post({ origin: ui.url }, form({ email: 'frank@example.com', password: 'frank-pw' }))).status,
+      (await post({ origin: ui.url }, form({ email: 'frank@example.com', password: 'frank-password-1' })))
+        .status,
     ).toBe(403);
     expect(
       (
@@ -248,7 +258,10 @@ describe('request checks (without a browser)', () => {
         headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       });
-    const created = await api('POST', '/api/users', { email: 'grace@example.com', password: 'grace-pw' });
+    const created = await api('POST', '/api/users', {
+      email: 'grace@example.com',
+      password: 'grace-password',
+    });
     expect(created.status).toBe(201);
     const user = (await created.json()) as { user_id: string; principal_id: string; email: string };
     expect(user).toEqual({
@@ -257,13 +270,30 @@ describe('request checks (without a browser)', () => {
       email: 'grace@example.com',
       username: 'grace@example.com',
     });
-    const again = await api('POST', '/api/users', { email: 'grace@example.com', password: 'grace-pw' });
+    const again = await api('POST', '/api/users', { email: 'grace@example.com', password: 'grace-password' });
     expect([again.status, await again.json()]).toEqual([
       409,
       { error: 'already_exists', message: 'a user with email grace@example.com exists' },
     ]);
     const listed = (await (await api('GET', '/api/users')).json()) as { users: { email: string }[] };
     expect(listed.users.map((u) => u.email)).toContain('grace@example.com');
+
+    // Sign-in lockouts: POST /api/users/<email>/unlock (any user, static ones included).
+    const unlocked = await api('POST', `/api/users/${encodeURIComponent('admin@svc.local')}/unlock`);
+    expect([unlocked.status, await unlocked.json()]).toEqual([
+      200,
+      { email: 'admin@svc.local', user_id: 'admin', locks_cleared: 1 },
+    ]);
+    expect((await api('POST', '/api/users/nobody%40example.com/unlock')).status).toBe(404);
+    expect((await api('POST', '/api/users/%E0%A4%A/unlock')).status).toBe(400);
+    expect((await api('GET', '/api/users/admin/unlock')).status).toBe(405);
+    expect((await api('POST', `/api/users/${'a'.repeat(5000)}/unlock`)).status).toBe(404);
+    expect(
+      (await api('POST', '/api/users/admin/unlock', undefined, { origin: 'http://evil.example' })).status,
+    ).toBe(403);
+    expect(
+      (await api('POST', '/api/users', { email: 'short@example.com', password: 'elevenchars' })).status,
+    ).toBe(400);
 
     expect((await api('POST', '/api/users', { email: 'admin@svc.local', password: 'pw' })).status).toBe(409);
     expect(
@@ -309,7 +339,7 @@ describe('request checks (without a browser)', () => {
       const response = await fetch(`${orphan.url}/api/users`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ email: 'ivan@example.com', password: 'ivan-secret' }),
+        body: JSON.stringify({ email: 'ivan@example.com', password: 'ivan-secret-pw' }),
       });
       expect(response.status).toBe(502);
       const text = await response.text();
@@ -317,7 +347,7 @@ describe('request checks (without a browser)', () => {
         error: 'grpc_unavailable',
         message: 'the administrative gRPC API (svc-identity) is unreachable',
       });
-      expect(text).not.toContain('ivan-secret');
+      expect(text).not.toContain('ivan-secret-pw');
       expect((await fetch(`${orphan.url}/passwords`)).status).toBe(502);
     } finally {
       await orphan.close();

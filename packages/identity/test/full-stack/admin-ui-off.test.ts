@@ -115,10 +115,10 @@ describe('svcd with SVC_AUTH_ADMIN_UI=off', () => {
       what: 'admin_ui in work/ports.json',
     });
     expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
-    const added = await stack.script(['add-user', 'local.op@example.org'], { stdin: 'local-op-pw\n' });
+    const added = await stack.script(['add-user', 'local.op@example.org'], { stdin: 'local-op-password\n' });
     expect(added.code, added.stderr).toBe(0);
     const id = keyValues(added.stdout)['principal_id'];
-    const token = await stack.token(['user-token', 'local.op@example.org'], 'local-op-pw\n');
+    const token = await stack.token(['user-token', 'local.op@example.org'], 'local-op-password\n');
     expect((await stack.call('GET', '/svc/self', token)).json()).toMatchObject({
       principal_id: id,
       roles: ['svc-viewer'],

@@ -2,6 +2,7 @@
 // `authadmin` (svc-auth-admin) on ephemeral ports, and the real script/svc-auth.sh run against its
 // SVC_HOME. Secrets go to the script on stdin only and never into assertion messages.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { request } from 'node:http';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -49,6 +50,18 @@ export interface StackOptions {
   env?: Record<string, string>;
   /** Whether svc-auth-admin listens (default true): the start waits for its port then. */
   adminUi?: boolean;
+}
+
+/** GET over a Unix socket: the status, or the connection error's code. */
+export function getOverSocket(socketPath: string, path: string): Promise<number | string> {
+  return new Promise((resolve) => {
+    const req = request({ socketPath, path, headers: { host: 'localhost' } }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? 'error'));
+    req.end();
+  });
 }
 
 async function readJson(file: string): Promise<Record<string, number>> {
@@ -123,9 +136,13 @@ export async function startAuthStack(options: StackOptions = {}): Promise<AuthSt
       intervalMs: 50,
       what: 'issuer discovery',
     });
+    const socket = env.SVC_AUTH_ADMIN_LISTEN.startsWith('unix:')
+      ? env.SVC_AUTH_ADMIN_LISTEN.slice('unix:'.length)
+      : undefined;
     if (adminUi)
       await waitFor(
         async () => {
+          if (socket !== undefined) return (await getOverSocket(socket, '/healthz')) === 200;
           const port = (await ports())['admin_ui'];
           return port !== undefined && (await fetch(`http://127.0.0.1:${port}/healthz`)).ok;
         },

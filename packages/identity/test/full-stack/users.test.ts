@@ -144,10 +144,10 @@ describe('svc-auth.sh against a real svcd in builtin mode (administration UI on)
 
   it('delete-user: prints user_id and principal id, the identity gets 401, the policy block is gone; the engine keeps its record until DELETE /svc/principal', async () => {
     const email = 'leaving@example.org';
-    const added = await stack.script(['add-user', email], { stdin: 'leaving-pw\n' });
+    const added = await stack.script(['add-user', email], { stdin: 'leaving-password\n' });
     expect(added.code, added.stderr).toBe(0);
     const id = keyValues(added.stdout)['principal_id']!;
-    const token = await stack.token(['user-token', email], 'leaving-pw\n');
+    const token = await stack.token(['user-token', email], 'leaving-password\n');
     expect((await stack.call('GET', '/svc/self', token)).json<Self>().roles).toEqual(['svc-viewer']);
 
     const deleted = await stack.script(['delete-user', email]);
@@ -156,7 +156,7 @@ describe('svc-auth.sh against a real svcd in builtin mode (administration UI on)
     expect(deleted.stderr).toContain(`DELETE /svc/principal/${id}`);
 
     // The identity is gone: no new token.
-    const refused = await stack.script(['user-token', email], { stdin: 'leaving-pw\n' });
+    const refused = await stack.script(['user-token', email], { stdin: 'leaving-password\n' });
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/token request refused: 401/);
     // The on-disk policy no longer has the block (hard delete, rule 5).

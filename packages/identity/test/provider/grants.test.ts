@@ -107,6 +107,41 @@ describe('svc-identity grants', () => {
     expect(refused.description).toMatch(/unrecognized scope/);
   });
 
+  it("accepts Dex's scope set (CONTRACT §8) on the token endpoint and the authorization endpoint", async () => {
+    const dex = `openid email profile groups offline_access federated:id ${AUDIENCE_SCOPE} audience:server:client_id:svc-cli`;
+    const { status, body } = await passwordGrant(idp.issuer, {
+      grant_type: 'password',
+      username: 'admin',
+      password: ADMIN_PASSWORD,
+      scope: dex,
+    });
+    expect(status).toBe(200);
+    expect(decodeJwt(body['access_token'] as string).payload['aud']).toBe('svc-api');
+    expect(body['refresh_token']).toBeTypeOf('string');
+    const config = await discover(idp.issuer, 'svc-cli');
+    const page = await new FormBrowser().follow(
+      oidc.buildAuthorizationUrl(config, {
+        redirect_uri: 'http://127.0.0.1:49152/callback',
+        scope: dex,
+        code_challenge: await oidc.calculatePKCECodeChallenge(oidc.randomPKCECodeVerifier()),
+        code_challenge_method: 'S256',
+      }).href,
+    );
+    expect(page.status).toBe(200);
+    expect(page.html).toContain('Sign in to svc');
+    // Outside the set: an audience scope of a client the issuer does not have, and near misses.
+    for (const scope of ['openid audience:server:client_id:svc-apj', 'openid group', 'openid federated:ID']) {
+      const refused = await passwordGrant(idp.issuer, {
+        grant_type: 'password',
+        username: 'admin',
+        password: ADMIN_PASSWORD,
+        scope,
+      });
+      expect(refused.status).toBe(400);
+      expect(refused.body['error']).toBe('invalid_request');
+    }
+  });
+
   it('client credentials for svc-automation: sub = client id (principal client:svc-automation in svcd)', async () => {
     const config = await discover(idp.issuer, 'svc-automation', AUTOMATION_SECRET);
     const tokens = await oidc.clientCredentialsGrant(config, { scope: AUDIENCE_SCOPE });

@@ -2,6 +2,7 @@
 // on ephemeral ports with a controllable clock, and an openid-client configuration against it.
 import bcrypt from 'bcryptjs';
 import * as oidc from 'openid-client';
+import type { SecretBox } from '../../src/credentials/index.ts';
 import { startIdentityServer } from '../../src/provider/index.ts';
 import type { IdentityServer } from '../../src/provider/index.ts';
 import { STATIC_IDENTITIES } from '../../src/store/identities.ts';
@@ -14,9 +15,10 @@ export const AUTOMATION_SECRET = 'a'.repeat(20) + 'automation-secret-for-tests';
 export const ADMIN_HASH = bcrypt.hashSync(ADMIN_PASSWORD, 10);
 const GUEST_HASH = bcrypt.hashSync(GUEST_PASSWORD, 10);
 
-export function memoryIdentityStore(): IdentityStore {
+export function memoryIdentityStore(extra: readonly UserRecord[] = []): IdentityStore {
   const created = '2026-01-01T00:00:00.000Z';
   const users: UserRecord[] = [
+    ...extra,
     { ...pick('admin'), password_hash: ADMIN_HASH, static: true, created_at: created, mfa_enabled: false },
     { ...pick('guest'), password_hash: GUEST_HASH, static: true, created_at: created, mfa_enabled: false },
   ];
@@ -48,13 +50,19 @@ export class TestClock {
 }
 
 export async function startTestIdentity(
-  options: { passwordFlow?: boolean; clock?: TestClock } = {},
+  options: {
+    passwordFlow?: boolean;
+    clock?: TestClock;
+    store?: IdentityStore;
+    secrets?: SecretBox;
+  } = {},
 ): Promise<IdentityServer & { clock: TestClock }> {
   const clock = options.clock ?? new TestClock();
   const server = await startIdentityServer({
     issuerPort: 0,
     telemetryPort: 0,
-    store: memoryIdentityStore(),
+    store: options.store ?? memoryIdentityStore(),
+    secrets: options.secrets,
     automationSecret: AUTOMATION_SECRET,
     passwordFlow: options.passwordFlow ?? true,
     now: clock.now,

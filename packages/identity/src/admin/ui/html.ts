@@ -73,9 +73,16 @@ export function passwordsPage(
 ): string {
   const rows = users
     .map((user) => {
+      const unlock = postButton(
+        '/passwords/unlock',
+        token,
+        { email: user.email },
+        'Clear lockout',
+        `Clear the sign-in lockout of ${user.email}`,
+      );
       const actions = user.static
-        ? '<span class="muted">static identity</span>'
-        : `<form class="inline" method="post" action="/passwords/set">${csrfField(token)}<input type="hidden" name="email" value="${escapeHtml(user.email)}"><input type="password" name="password" autocomplete="new-password" aria-label="New password for ${escapeHtml(user.email)}" placeholder="new password" required> <button type="submit">Set password</button></form> ` +
+        ? `<span class="muted">static identity</span> ${unlock}`
+        : `${unlock} <form class="inline" method="post" action="/passwords/set">${csrfField(token)}<input type="hidden" name="email" value="${escapeHtml(user.email)}"><input type="password" name="password" autocomplete="new-password" aria-label="New password for ${escapeHtml(user.email)}" placeholder="new password" required> <button type="submit">Set password</button></form> ` +
           postButton('/passwords/delete', token, { email: user.email }, 'Delete', `Delete ${user.email}`);
       return `<tr data-email="${escapeHtml(user.email)}"><td>${escapeHtml(user.email)}</td><td>${escapeHtml(user.username)}</td><td><code>${escapeHtml(user.user_id)}</code></td><td>${escapeHtml(user.created_at)}</td><td>${actions}</td></tr>`;
     })
@@ -88,7 +95,7 @@ export function passwordsPage(
 <label>Email <input type="email" name="email" autocomplete="off" required value="${escapeHtml(email)}"></label>
 <label>Password <input type="password" name="password" autocomplete="new-password" required></label>
 <button type="submit">Create</button>
-<p class="muted">The user can sign in at once, with no role: bind a role with <code>POST /svc/principal/&lt;user id&gt;</code> (or use <code>svc-auth.sh add-user</code>). Passwords are at most 72 bytes.</p>
+<p class="muted">The user can sign in at once, with no role: bind a role with <code>POST /svc/principal/&lt;user id&gt;</code> (or use <code>svc-auth.sh add-user</code>). Passwords are 12 characters to 72 bytes.</p>
 </fieldset></form>`;
   return page('/passwords', 'Passwords', body, messages);
 }
@@ -137,7 +144,27 @@ export function sessionsPage(
   return page('/sessions', 'Sessions', body, messages);
 }
 
-export function mfaPage(users: readonly AdminUser[], token: string, messages: PageMessages): string {
+/** Shown once, right after MFA is turned on: the secret for the user's authenticator app. */
+export interface TotpEnrolment {
+  email: string;
+  secret: string;
+  uri: string;
+}
+
+function enrolmentBlock(enrolment: TotpEnrolment): string {
+  return `<section id="enrolment" class="notice" role="status"><h2>TOTP enrolment for ${escapeHtml(enrolment.email)}</h2>
+<p>Add this to the user's authenticator app now: it is shown only once (stored encrypted).</p>
+<p>Secret (base32): <code id="totp-secret">${escapeHtml(enrolment.secret)}</code></p>
+<p>URI: <code id="totp-uri">${escapeHtml(enrolment.uri)}</code></p>
+<p class="muted">From the next sign-in, the browser and device flows ask for the 6-digit code after the password; the password grant refuses this user.</p></section>`;
+}
+
+export function mfaPage(
+  users: readonly AdminUser[],
+  token: string,
+  messages: PageMessages,
+  enrolment?: TotpEnrolment,
+): string {
   const rows = users
     .map((user) => {
       const action = user.static
@@ -152,6 +179,6 @@ export function mfaPage(users: readonly AdminUser[], token: string, messages: Pa
       return `<tr data-email="${escapeHtml(user.email)}"><td>${escapeHtml(user.email)}</td><td class="mfa-state">${user.mfa_enabled ? 'on' : 'off'}</td><td>${action}</td></tr>`;
     })
     .join('\n');
-  const body = `<table id="mfa"><thead><tr><th>Email</th><th>MFA</th><th></th></tr></thead><tbody>${rows}</tbody></table>`;
+  const body = `${enrolment === undefined ? '' : enrolmentBlock(enrolment)}<table id="mfa"><thead><tr><th>Email</th><th>MFA</th><th></th></tr></thead><tbody>${rows}</tbody></table>`;
   return page('/mfa', 'MFA', body, messages);
 }

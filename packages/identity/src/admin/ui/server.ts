@@ -1,5 +1,6 @@
 // The administration UI (spec "Administration UI"): HTTP on loopback (SVC_AUTH_ADMIN_LISTEN,
-// default 127.0.0.1:6064), no authentication of its own (access by SSH port forwarding), a client
+// default 127.0.0.1:6064) or on a Unix socket of mode 0600 (`unix:/path`, what package installs
+// set: only the owner can connect, where any local user can reach a TCP port), no authentication of its own (access by SSH port forwarding), a client
 // of the administrative gRPC API. Server-rendered pages for users ("Passwords"), OAuth clients,
 // sessions and MFA, and a small JSON API for the helper script (add-user / delete-user).
 //
@@ -15,7 +16,9 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo, Socket } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import { isAdminRpcError, type AdminClient } from '../grpc-client.ts';
-import { DEFAULT_ADMIN_UI_LISTEN, formatListen, isLoopbackHost, parseLoopbackListen } from '../listen.ts';
+import { DEFAULT_ADMIN_UI_LISTEN, formatListen, isLoopbackHost, parseAdminUiListen } from '../listen.ts';
+import type { AdminUiListen } from '../listen.ts';
+import { listenUnixSocket } from './unix-socket.ts';
 import {
   clientsPage,
   escapeHtml,
@@ -29,16 +32,20 @@ import {
 export interface AdminUiOptions {
   /** The gRPC client (with the UI's client certificate). */
   client: AdminClient;
-  /** `SVC_AUTH_ADMIN_LISTEN` (default 127.0.0.1:6064); a non-loopback address is refused. */
+  /** `SVC_AUTH_ADMIN_LISTEN` (default 127.0.0.1:6064) or `unix:/path`; a non-loopback address is refused. */
   listen?: string | undefined;
   /** Unexpected errors (never with request bodies). */
   onError?: ((error: unknown) => void) | undefined;
 }
 
 export interface AdminUi {
+  /** Empty on a Unix socket. */
   readonly host: string;
+  /** 0 on a Unix socket. */
   readonly port: number;
-  /** `http://host:port` */
+  /** The Unix socket's path, when listening on one. */
+  readonly socketPath: string | undefined;
+  /** `http://host:port`, or `unix:<path>` */
   readonly url: string;
   close(): Promise<void>;
 }
@@ -150,8 +157,19 @@ const userJson = (user: { user_id: string; email: string; username: string }) =>
   principal_id: user.user_id,
 });
 
+function decodeEmail(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw new HttpError(400, 'invalid_argument', 'malformed percent-encoding');
+  }
+}
+
 export async function startAdminUi(options: AdminUiOptions): Promise<AdminUi> {
-  const address = parseLoopbackListen(options.listen ?? DEFAULT_ADMIN_UI_LISTEN, 'SVC_AUTH_ADMIN_LISTEN');
+  const address: AdminUiListen = parseAdminUiListen(
+    options.listen ?? DEFAULT_ADMIN_UI_LISTEN,
+    'SVC_AUTH_ADMIN_LISTEN',
+  );
   const client = options.client;
   const csrfToken = randomBytes(32).toString('base64url');
   const csrfValid = (value: string | undefined): boolean =>
@@ -243,6 +261,11 @@ export async function startAdminUi(options: AdminUiOptions): Promise<AdminUi> {
           });
           return `New password set for ${user.email}; their sessions were ended.`;
         });
+      case '/passwords/unlock':
+        return formAction(response, '/passwords', async () => {
+          const result = await client.Passwords.UnlockUser({ email: field('email') });
+          return `Sign-in lockout of ${result.email} cleared (${result.locks_cleared} in force).`;
+        });
       case '/clients/regenerate':
         return formAction(response, '/clients', async () => {
           const info = await client.Clients.RegenerateAutomationSecret({});
@@ -253,14 +276,40 @@ export async function startAdminUi(options: AdminUiOptions): Promise<AdminUi> {
           await client.Sessions.RevokeSession({ id: field('id') });
           return `Session ${field('id')} revoked.`;
         });
-      case '/mfa/set':
-        return formAction(response, '/mfa', async () => {
-          const state = await client.Mfa.SetMfa({
-            email: field('email'),
-            enabled: field('enabled') === 'true',
+      case '/mfa/set': {
+        if (field('enabled') !== 'true')
+          return formAction(response, '/mfa', async () => {
+            const state = await client.Mfa.SetMfa({ email: field('email'), enabled: false });
+            return `MFA off for ${state.email}.`;
           });
-          return `MFA ${state.enabled ? 'on' : 'off'} for ${state.email}.`;
-        });
+        // Turning MFA on enrols a TOTP secret, rendered here once (never in a redirect URL).
+        let state;
+        try {
+          state = await client.Mfa.SetMfa({ email: field('email'), enabled: true });
+        } catch (error) {
+          const failure = error instanceof HttpError ? error : fromRpc(error);
+          if (failure.code === 'grpc_unavailable' || failure.status === 500) throw failure;
+          const [status, body] = await render('/mfa', { error: failure.message }, failure.status);
+          html(response, status, body);
+          return;
+        }
+        const users = (await client.Passwords.ListUsers({})).users;
+        html(
+          response,
+          200,
+          mfaPage(
+            users,
+            csrfToken,
+            { notice: `MFA on for ${state.email}.` },
+            {
+              email: state.email,
+              secret: state.secret,
+              uri: state.otpauth_uri,
+            },
+          ),
+        );
+        return;
+      }
       default:
         throw new HttpError(404, 'not_found', 'no such action');
     }
@@ -296,15 +345,15 @@ export async function startAdminUi(options: AdminUiOptions): Promise<AdminUi> {
       json(response, 201, userJson(await client.Passwords.CreateUser({ email, password })));
       return;
     }
+    const unlock = /^\/api\/users\/([^/]+)\/unlock$/.exec(path);
+    if (unlock !== null) {
+      if (method !== 'POST') throw new HttpError(405, 'method_not_allowed', 'no such endpoint');
+      json(response, 200, await client.Passwords.UnlockUser({ email: decodeEmail(unlock[1]!) }));
+      return;
+    }
     const one = /^\/api\/users\/([^/]+)$/.exec(path);
     if (one !== null && method === 'DELETE') {
-      let email: string;
-      try {
-        email = decodeURIComponent(one[1]!);
-      } catch {
-        throw new HttpError(400, 'invalid_argument', 'malformed percent-encoding');
-      }
-      json(response, 200, userJson(await client.Passwords.DeleteUser({ email })));
+      json(response, 200, userJson(await client.Passwords.DeleteUser({ email: decodeEmail(one[1]!) })));
       return;
     }
     throw new HttpError(
@@ -368,6 +417,15 @@ export async function startAdminUi(options: AdminUiOptions): Promise<AdminUi> {
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
   });
+  const close = (): Promise<void> =>
+    new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      for (const socket of sockets) socket.destroy();
+    });
+  if (address.kind === 'unix') {
+    await listenUnixSocket(server, address.path);
+    return { host: '', port: 0, socketPath: address.path, url: `unix:${address.path}`, close };
+  }
   const port = await new Promise<number>((resolve, reject) => {
     server.once('error', reject);
     server.listen(address.port, address.host, () => {
@@ -379,11 +437,8 @@ export async function startAdminUi(options: AdminUiOptions): Promise<AdminUi> {
   return {
     host,
     port,
+    socketPath: undefined,
     url: `http://${formatListen({ host, port })}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        for (const socket of sockets) socket.destroy();
-      }),
+    close,
   };
 }
