@@ -407,7 +407,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
     v['state'] = app.state;
     if (p !== undefined) {
       v['pid'] = p.pid;
-      // Without /proc (mutation answers): the user svc started it as; the read below is exact.
+      // The user svc started it as; for other processes /proc below (with usage) is exact.
       v['pid_user'] = p.user ?? daemonUser();
       v['process_uuid'] = p.processUuid;
       if (p.external === true) {
@@ -416,7 +416,9 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
       }
       const group = usage ? readGroupUsage(p.pid) : undefined;
       if (usage) {
-        const uid = readProcessUid(p.pid);
+        // A process svc started as an execution user is that user (setpriv may not have switched
+        // yet in the first instants, /proc would say root); others are read from /proc.
+        const uid = p.user === undefined ? readProcessUid(p.pid) : undefined;
         if (uid !== undefined) v['pid_user'] = userName(uid);
         const fds = countOpenFds(p.pid);
         if (fds !== undefined) v['fd'] = fds;
