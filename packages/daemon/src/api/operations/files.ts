@@ -81,7 +81,11 @@ async function upload(context: Ctx) {
   const resolved = join(dir, basename(target));
   checkTransferPath(resolved, await policyOf(context), isAdministrator(context));
   const connection = context.request.connection;
-  if (context.request.headers[SEND_FILE_SOCKET] === 'true' && connection?.receiveRawFrames !== undefined) {
+  if (
+    context.request.headers[SEND_FILE_SOCKET] === 'true' &&
+    connection?.transport === 'tcp' &&
+    connection.receiveRawFrames !== undefined
+  ) {
     // App Mesh 3.0's TCP side channel: the file follows as raw frames, ended by an empty one; the
     // client reads no further answer, so a failure can only be logged.
     const frames = new PassThrough();
