@@ -91,16 +91,13 @@ describe('supervision and metrics', () => {
     const ports = await d.ports();
     expect(ports['agent']).toBeGreaterThan(0);
     expect(ports).not.toHaveProperty('metrics');
-    // svcd collects nothing then: its metrics operation says so, after the same authorization.
+    // svcd still serves its own text: to the agent's key and to host-resource-view bearers.
     const agent = await processOf(d, 'agent');
-    const off = await d.rest().call('GET', '/svc/metrics', { headers: { 'x-svc-process-key': agent.key } });
-    expect(off.status).toBe(404);
-    expect(off.json()).toMatchObject({
-      error: 'not_found',
-      message: expect.stringContaining('SVC_METRICS_PORT') as unknown,
-    });
+    const byKey = await d.rest().call('GET', '/svc/metrics', { headers: { 'x-svc-process-key': agent.key } });
+    expect(byKey.status).toBe(200);
     const admin = await d.rest().call('GET', '/svc/metrics', { token: await d.token('admin') });
-    expect(admin.status).toBe(403);
+    expect(admin.status).toBe(200);
+    expect(admin.text()).toContain('svc_requests_total');
   });
 
   it('exports svcd and agent series that move; svcd restarts the agent after kill -9 and counts it', async () => {

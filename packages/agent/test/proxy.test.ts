@@ -226,7 +226,7 @@ describe('process keys through the agent', () => {
 });
 
 describe('GET /svc/metrics authorization', () => {
-  it('serves only the agent process key on a direct loopback connection', async () => {
+  it('serves host-resource-view bearers and the agent process key on a direct loopback connection', async () => {
     const agent = await processOf(daemon, 'agent');
     const worker = await processOf(daemon, 'worker');
     const direct = daemon.rest();
@@ -234,13 +234,24 @@ describe('GET /svc/metrics authorization', () => {
     expect(ok.status).toBe(200);
     expect(ok.contentType).toContain('text/plain');
     expect(ok.text()).toContain('svc_requests_total');
-    for (const role of ['admin', 'viewer', 'maintenance', 'developer', 'nobody'] as const) {
+    for (const role of ['admin', 'viewer', 'maintenance'] as const) {
+      const r = await direct.call('GET', '/svc/metrics', { token: await daemon.token(role) });
+      expect(r.status, role).toBe(200);
+      expect(r.text(), role).toContain('svc_requests_total');
+    }
+    for (const role of ['developer', 'nobody'] as const) {
       const r = await direct.call('GET', '/svc/metrics', { token: await daemon.token(role) });
       expect(r.status, role).toBe(403);
       expect(r.json(), role).toMatchObject({ error: 'forbidden' });
     }
     const anonymous = await direct.call('GET', '/svc/metrics');
-    expect(anonymous.status).toBe(403);
+    expect(anonymous.status).toBe(401);
+    // A process key is never combined with a bearer: the wrong key is refused even with an admin token.
+    const keyAndBearer = await direct.call('GET', '/svc/metrics', {
+      token: await daemon.token('admin'),
+      headers: { 'x-svc-process-key': 'x'.repeat(64) },
+    });
+    expect(keyAndBearer.status).toBe(403);
     // Another app's valid key, and a made-up key: refused.
     const other = await direct.call('GET', '/svc/metrics', { headers: { 'x-svc-process-key': worker.key } });
     expect(other.status).toBe(403);

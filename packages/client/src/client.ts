@@ -321,7 +321,10 @@ export class SvcClient {
     return this.#json('GET', '/svc/config', {}, options);
   }
 
-  /** Merges a partial config; returns the whole config. */
+  /**
+   * Merges a partial sectioned config (`{BaseConfig: {LogLevel: 'DEBUG'}}`); returns the whole
+   * config plus `restart_required` (accepted keys that apply at the next start).
+   */
   updateConfig(partial: JsonObject, options?: CallOptions): Promise<JsonObject> {
     return this.#json('POST', '/svc/config', { body: partial }, options);
   }
@@ -333,7 +336,7 @@ export class SvcClient {
   // ---- authorization ----
 
   getSelf(options?: CallOptions): Promise<SelfInfo> {
-    return this.#json('GET', '/svc/self', {}, options);
+    return this.#json('GET', '/svc/principal/self', {}, options);
   }
 
   listRoles(options?: CallOptions): Promise<JsonObject> {

@@ -8,12 +8,65 @@ export interface AppDefinition {
   name?: string;
   command?: string;
   shell?: boolean;
+  session_login?: boolean;
+  description?: string;
+  working_dir?: string;
+  env?: Record<string, string>;
+  /** Encrypted at rest; read back as `******` (sending that back keeps the stored value). */
+  secret_env?: Record<string, string>;
+  metadata?: unknown;
+  enabled?: boolean;
+  health_check_cmd?: string;
+  stdout_backup_count?: number;
+  /** Epoch seconds or ISO 8601 (read back as epoch seconds). */
+  start_time?: number | string;
+  end_time?: number | string;
+  /** Seconds or an ISO 8601 duration (read back as seconds). */
+  interval?: number | string;
+  cron_schedule?: string;
+  /** `HH:MM[:SS]`, seconds of the day or epoch seconds (read back as seconds of the local day). */
+  daily_limitation?: { daily_start: number | string; daily_end: number | string };
+  /** Seconds or an ISO 8601 duration (read back as a string of seconds). */
+  stop_grace_period?: number | string;
+  /** Apps that must be registered, enabled, running and healthy before this one starts. */
+  depends_on?: string[];
+  resource_limit?: { cpu_shares?: number; memory_mb?: number; memory_virt_mb?: number };
+  behavior?: {
+    exit?: 'standby' | 'restart' | 'keepalive' | 'remove';
+    exit_code_actions?: Record<string, 'standby' | 'restart' | 'keepalive' | 'remove'>;
+  };
+  /** Two digits; the tens digit is what other principals may do: 1 deny, 2 read, 3 write. */
+  permission?: number;
+  /** Adopt this running process. */
+  pid?: number;
+  docker_image?: string;
   [field: string]: unknown;
 }
 
-/** An application with its runtime fields, as listed or fetched. */
+/** An application with its runtime fields, as listed or fetched (App Mesh 3.0 names; times in epoch seconds). */
 export interface AppInfo {
   name: string;
+  enabled?: boolean;
+  pid?: number;
+  pid_user?: string;
+  process_uuid?: string;
+  return_code?: number | null;
+  health?: 0 | 1;
+  memory?: number;
+  cpu?: number;
+  fd?: number;
+  pstree?: string;
+  starts?: number;
+  register_time?: number;
+  last_start_time?: number;
+  last_exit_time?: number;
+  next_start_time?: number;
+  last_error?: string;
+  /** Unmet `depends_on` names while the app waits for them. */
+  waiting_for?: string[];
+  stdout_file_count?: number;
+  owner_principal_id?: string;
+  owner_display_name?: string;
   [field: string]: unknown;
 }
 

@@ -59,7 +59,7 @@ it('a target killed during the run-wait gives a forwarded-route disconnect; the 
   const doomedAddress = `127.0.0.1:${doomed.tcpPort}`;
   const set = await gateway.rest().call('POST', '/svc/config', {
     token: admin,
-    body: { forward_targets: [`127.0.0.1:${target.tcpPort}`, doomedAddress] },
+    body: { REST: { ForwardTargets: [`127.0.0.1:${target.tcpPort}`, doomedAddress] } },
   });
   expect(set.status, set.text()).toBe(200);
   const client = await open('tcp', doomed);

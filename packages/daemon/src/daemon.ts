@@ -21,10 +21,11 @@ import type { Services } from './api/services.ts';
 import type { ApiRequest, ApiResponse } from './api/types.ts';
 import { authorize, wwwAuthenticate } from './auth/authorizer.ts';
 import { publicBaseUrl } from './auth/discovery-docs.ts';
+import { ConnectionAuthority } from './auth/connection-authority.ts';
 import { PolicyStore } from './auth/policy-store.ts';
 import { createOidcTokenVerifier } from './auth/token-verifier.ts';
 import { INSTALL_ROOT, type DaemonConfig } from './config/config.ts';
-import { HostConfigStore } from './config/host-config-store.ts';
+import { applyTimezone, HostConfigStore } from './config/host-config-store.ts';
 import { PortsFile } from './config/ports-file.ts';
 import { EventHub } from './events/event-hub.ts';
 import { createForwarder } from './forwarding/index.ts';
@@ -119,14 +120,12 @@ export async function startDaemon(
   // Builtin mode with SVC_ISSUER_PORT=0: the issuer URL is known once svc-identity has bound its
   // port (work/ports.identity.json, merged below); until then tokens fail as issuer-unavailable.
   const issuerFromPorts = config.authMode === 'builtin' && new URL(config.oidcIssuer).port === '0';
-  const hostConfig = await HostConfigStore.open(config);
+  applyTimezone(config.timezone);
+  const hostConfig = await HostConfigStore.open(config, { setLogLevel: (level) => logger.setLevel(level) });
   const guard = new ConnectionGuard(config.limits);
-  // Metrics only when the agent's exporter is on (SVC_METRICS_PORT): nobody reads them otherwise, so
-  // nothing is counted and prom-client stays unevaluated (a lazy module in the bundle).
-  const metrics =
-    config.metricsPort === undefined
-      ? undefined
-      : new (await import('./metrics/daemon-metrics.ts')).DaemonMetrics();
+  // Always kept: GET /svc/metrics serves them to host-resource-view bearers (App Mesh 3.0), and to
+  // the agent's exporter when SVC_METRICS_PORT turns that on. prom-client is a lazy module.
+  const metrics = new (await import('./metrics/daemon-metrics.ts')).DaemonMetrics();
 
   // The one accessor of BaseConfig.DefaultExecUser / DisableExecUser.
   const execUserSettings = (): ExecUserSettings => ({
@@ -202,15 +201,13 @@ export async function startDaemon(
     });
   // Connection gauges (metrics/): counted here so that the transports stay untouched. Every
   // accepted connection of the REST port is `https`; those upgraded to WebSocket also `wss`.
-  if (metrics !== undefined) {
-    const countConnection = (socket: Duplex, kind: ConnectionKind): void => {
-      metrics.connectionOpened(kind);
-      socket.once('close', () => metrics.connectionClosed(kind));
-    };
-    rest.on('connection', (socket: Socket) => countConnection(socket, 'https'));
-    rest.on('upgrade', (_req: unknown, socket: Duplex) => countConnection(socket, 'wss'));
-    tcp.on('secureConnection', (socket: Socket) => countConnection(socket, 'tcp'));
-  }
+  const countConnection = (socket: Duplex, kind: ConnectionKind): void => {
+    metrics.connectionOpened(kind);
+    socket.once('close', () => metrics.connectionClosed(kind));
+  };
+  rest.on('connection', (socket: Socket) => countConnection(socket, 'https'));
+  rest.on('upgrade', (_req: unknown, socket: Duplex) => countConnection(socket, 'wss'));
+  tcp.on('secureConnection', (socket: Socket) => countConnection(socket, 'tcp'));
   const restPort = await listen(rest, config.restPort, config.listenAddress);
   const tcpPort = await listen(tcp, config.tcpPort, config.listenAddress);
   restBaseUrl = `https://${urlHost(config.listenAddress)}:${restPort}`;
@@ -222,6 +219,7 @@ export async function startDaemon(
     logger: logger.child({ component: 'supervisor' }),
     executionUserOf,
     stopGraceMs: config.stopGraceMs,
+    healthIntervalMs: config.scheduleIntervalSeconds * 1000,
     outputMaxBytes: config.outputMaxBytes,
     bundledAppsDir: config.systemAppsDir,
     // svc-identity is the built-in issuer: never started in external mode.
@@ -244,12 +242,12 @@ export async function startDaemon(
     processKeySecret: await loadProcessKeySecret(join(work, 'auth', 'process-key.secret')),
   });
 
-  metrics?.attachSupervisor(supervisor, (name) => supervisor.state(name));
+  metrics.attachSupervisor(supervisor, (name) => supervisor.state(name));
   const events = new EventHub({
     supervisor,
     outputDir: join(work, 'stdout'),
     logger: logger.child({ component: 'events' }),
-    ...(metrics === undefined ? {} : { onPush: (type, queued) => metrics.eventPushed(type, queued) }),
+    onPush: (type, queued) => metrics.eventPushed(type, queued),
   });
   const tasks = new TaskQueues();
   const unlinkTasks = linkTasksToSupervisor(tasks, supervisor);
@@ -263,16 +261,51 @@ export async function startDaemon(
     events,
     policy,
     logger,
-    ...(metrics === undefined ? {} : { metrics }),
+    metrics,
     restBaseUrl: () => restBaseUrl,
   };
   const router = new Router(operations);
   const forwarder = await createForwarder({ config, tls, tcpPort: () => tcpPort, logger });
   upgradeTarget.check = (header) => forwarder.checkUpgradeTarget(header);
-  const dispatch = createDispatcher({ router, services, auth, logger, forwarder });
+  // Tombstoning a principal or the expiry of the token a persistent connection was authorized by
+  // ends its subscriptions at once and closes the connection (auth/connection-authority.ts).
+  const connections = new ConnectionAuthority({
+    revoke(connection, reason) {
+      events.removeConnection(connection.id);
+      connection.close(
+        reason === 'token_expired'
+          ? 'the access token expired; reconnect with a fresh token'
+          : 'the principal record was deleted',
+      );
+      logger.info('persistent connection revoked', { connection: connection.id, reason });
+    },
+  });
+  const stopTombstoneWatch = policy.onTombstone((id) => connections.revokePrincipal(id));
+  const dispatch = createDispatcher({
+    router,
+    services,
+    auth,
+    logger,
+    forwarder,
+    onConnectionAuthenticated: (connection, principal) =>
+      connections.authenticated(connection, principal.id, principal.expiresAt),
+  });
   agentKey.check = (key) => supervisor.verifyProcessKey(AGENT_APP, key) === 'ok';
   resolvePreflight(createPreflight(router, auth));
-  resolveReady(metrics === undefined ? dispatch : metrics.instrument(router, dispatch));
+  // At debug level every request is logged (method, path without query, status): the line an
+  // operator turns on with POST /svc/config {"BaseConfig": {"LogLevel": "DEBUG"}}.
+  const apiLog = logger.child({ component: 'api' });
+  const logged: typeof dispatch = async (request) => {
+    const response = await dispatch(request);
+    apiLog.debug('request', {
+      method: request.method,
+      path: request.path.slice(0, 256),
+      status: response.status,
+      transport: request.transport,
+    });
+    return response;
+  };
+  resolveReady(metrics.instrument(router, logged));
 
   const portsFile = new PortsFile(work);
   await portsFile.set('rest', restPort);
@@ -328,7 +361,11 @@ export async function startDaemon(
           for (const socket of sockets) socket.destroy();
           await closed;
         });
-        await step('close events', () => events.close());
+        await step('close events', () => {
+          stopTombstoneWatch();
+          connections.close();
+          events.close();
+        });
         await step('close forward links', () => forwarder.close());
         await step('stop ports merge', () => {
           stopPortsMerge();

@@ -1,5 +1,5 @@
-// The 27 permissions and 3 built-in roles (CONTRACT §6, spec "Roles"). spec/permissions.json is
-// generated from these tables.
+// The 27 permissions (App Mesh 3.0's own list) and the 3 built-in roles (spec "Roles").
+// spec/permissions.json is generated from these tables.
 
 export const PERMISSIONS = [
   // applications
@@ -29,12 +29,9 @@ export const PERMISSIONS = [
   'role-set',
   'role-delete',
   'permission-list',
-  'principal-view',
+  'principal-list',
   'principal-set',
   'principal-delete',
-  // cluster
-  'cluster-app-view',
-  'cluster-app-reg',
   // workflow
   'workflow-admin',
 ] as const;
@@ -84,11 +81,9 @@ export const PERMISSION_DESCRIPTIONS: Readonly<Record<Permission, string>> = {
   'role-set': 'Create or replace custom roles (administrator-equivalent: it can grant any permission).',
   'role-delete': 'Delete custom roles.',
   'permission-list': 'List the permissions.',
-  'principal-view': 'List principal records.',
+  'principal-list': 'List principal records.',
   'principal-set': 'Set the roles and execution user of principals (administrator-equivalent).',
   'principal-delete': 'Tombstone principal records.',
-  'cluster-app-view': 'Read cluster application definitions.',
-  'cluster-app-reg': 'Register cluster application definitions.',
   'workflow-admin': 'Reserved for pipelines of runs.',
 };
 

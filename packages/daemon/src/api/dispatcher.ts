@@ -6,7 +6,7 @@ import type { Forwarder } from '../forwarding/forwarder.ts';
 import type { Logger } from '../log/logger.ts';
 import { errorResponse } from './responses.ts';
 import type { Router } from './router.ts';
-import type { ApiRequest, ApiResponse } from './types.ts';
+import type { ApiRequest, ApiResponse, PersistentConnection } from './types.ts';
 
 export interface Authenticator {
   /** Verify a bearer token and resolve its principal record. Throws SvcError (401 / 503). */
@@ -30,6 +30,11 @@ export interface DispatcherOptions<S> {
   logger: Logger;
   /** Gateway for requests carrying X-Target-Host (forwarding/); without it the header is ignored. */
   forwarder?: Forwarder | undefined;
+  /**
+   * A bearer authenticated a request on a persistent connection (after the principal was pinned):
+   * auth/connection-authority.ts keeps the connection authorized until the token's expiry.
+   */
+  onConnectionAuthenticated?: ((connection: PersistentConnection, principal: Principal) => void) | undefined;
 }
 
 export type Dispatch = (request: ApiRequest) => Promise<ApiResponse>;
@@ -77,6 +82,7 @@ export function createDispatcher<S>(options: DispatcherOptions<S>): Dispatch {
           'invalid_token',
           'this connection is bound to another principal; reconnect to switch',
         );
+      options.onConnectionAuthenticated?.(connection, principal);
     }
     return principal;
   };
@@ -100,18 +106,21 @@ export function createDispatcher<S>(options: DispatcherOptions<S>): Dispatch {
       let principal: Principal | undefined;
       const access = operation.access;
       const connection = request.connection;
-      if (
-        connection?.transport === 'wss' &&
-        connection.principalId === undefined &&
-        access.kind !== 'process-key'
-      )
+      // A request that presents the process key an operation also accepts goes to its handler,
+      // which verifies the key; it never falls back to the bearer.
+      const byProcessKey =
+        access.kind === 'process-key' ||
+        (access.kind === 'permission' &&
+          access.orProcessKeyOf !== undefined &&
+          request.headers['x-svc-process-key'] !== undefined);
+      if (connection?.transport === 'wss' && connection.principalId === undefined && !byProcessKey)
         // spec: a WSS session without a bearer is limited to the worker task RPC.
         throw unauthorized(
           request,
           'unauthorized',
           'this WSS session has no bearer; it may only use the worker task RPC',
         );
-      if (access.kind === 'authenticated' || access.kind === 'permission') {
+      if (access.kind === 'authenticated' || (access.kind === 'permission' && !byProcessKey)) {
         principal = await principalOf(request);
         if (access.kind === 'permission') {
           if (principal.status === 'tombstoned')

@@ -45,6 +45,12 @@ export function createPreflight<S>(router: Router<S>, auth: Authenticator): Pref
       const key = request.headers[PROCESS_KEY_HEADER];
       return key !== undefined && key !== '' ? 'full' : 'pre-auth';
     }
+    // A rule that also takes one app's process key (GET /svc/metrics): the key, if presented,
+    // is judged by the handler alone, as in the dispatcher.
+    if (access.kind === 'permission' && access.orProcessKeyOf !== undefined) {
+      const key = request.headers[PROCESS_KEY_HEADER];
+      if (key !== undefined) return key !== '' ? 'full' : 'pre-auth';
+    }
     // Every other access rule starts with a bearer.
     const header = request.headers['authorization'];
     if (header === undefined || header === '')

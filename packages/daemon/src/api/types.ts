@@ -13,6 +13,11 @@ export interface PersistentConnection {
   push(message: WireResponse): boolean;
   /** Register a callback run once when the connection closes. */
   onClose(callback: () => void): void;
+  /**
+   * End the connection (revoked authorization): no further frame is read or answered and no push
+   * is sent; the transport closes the socket, then the onClose callbacks run.
+   */
+  close(reason: string): void;
   /** The principal pinned at upgrade/first authenticated request (spec: client token contract). */
   principalId: string | undefined;
   /**
@@ -72,7 +77,15 @@ export type Access =
   | { readonly kind: 'public' }
   /** Any valid token; no permission needed (for example /svc/self). */
   | { readonly kind: 'authenticated' }
-  | { readonly kind: 'permission'; readonly permission: Permission }
+  | {
+      readonly kind: 'permission';
+      readonly permission: Permission;
+      /**
+       * Also open to the process key (`X-Svc-Process-Key`) of this one application instead of a
+       * bearer; the handler verifies the key (GET /svc/metrics for svc-agent).
+       */
+      readonly orProcessKeyOf?: string;
+    }
   /** Worker side of the task RPC: authenticated by X-Svc-Process-Key only. */
   | { readonly kind: 'process-key' };
 

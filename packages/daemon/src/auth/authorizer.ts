@@ -50,8 +50,8 @@ const READ_SHARE: ReadonlySet<Permission> = new Set<Permission>([
  * | app-view         | app-view                              | mine                            |
  * | app-subscribe    | app-subscribe + (app-view-all or app-manage-all) | any app              |
  * | app-subscribe    | app-subscribe                         | mine                            |
- * | any other (app-control, app-output-view, app-reg on an existing app, app-run-task,          |
- * |  app-run-async / app-run-sync of a copy)                                                    |
+ * | any other (app-control, app-output-view, app-reg on an existing app, app-run-task;         |
+ * |  a run of a copy asks app-output-view of the original besides its run permission)           |
  * |                  | that permission                       | mine; any with app-manage-all   |
  *
  * app-manage-all widens *which* apps, never *what* may be done: svc-maintenance (app-control +

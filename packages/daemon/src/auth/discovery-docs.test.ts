@@ -27,6 +27,10 @@ describe('authConfigDocument', () => {
       audience: 'svc-api',
       flows: ['authorization_code', 'device_code', 'refresh_token', 'client_credentials'],
       clients: { cli: 'svc-cli', web: 'svc-web' },
+      // App Mesh 3.0's OAuth client (oauth.py from_appmesh) reads these.
+      public_client_id: 'svc-cli',
+      scopes: ['openid', 'profile', 'email', 'groups', 'offline_access'],
+      refresh_token: true,
     });
     const withEndpoint = authConfigDocument({
       ...base,

@@ -11,12 +11,19 @@ export type AuthFlow =
 
 export const OAUTH_CLIENTS = { cli: 'svc-cli', web: 'svc-web' } as const;
 
+/** Scopes a public client asks for (App Mesh 3.0's default set; the issuer accepts Dex's set). */
+export const DEFAULT_CLIENT_SCOPES = ['openid', 'profile', 'email', 'groups', 'offline_access'] as const;
+
 export interface AuthConfigDocument {
   mode: AuthMode;
   issuer: string;
   audience: string;
   flows: AuthFlow[];
   clients: typeof OAUTH_CLIENTS;
+  /** App Mesh 3.0 fields: the public client's id, the scopes to request, whether refresh tokens are issued. */
+  public_client_id: string;
+  scopes: string[];
+  refresh_token: boolean;
   /** The token endpoint clients should use when it differs from discovery (the agent's `/auth/token`). */
   token_endpoint?: string;
 }
@@ -40,6 +47,9 @@ export function authConfigDocument(options: {
     audience: options.audience,
     flows,
     clients: OAUTH_CLIENTS,
+    public_client_id: OAUTH_CLIENTS.cli,
+    scopes: [...DEFAULT_CLIENT_SCOPES],
+    refresh_token: flows.includes('refresh_token'),
   };
   if (options.tokenEndpoint !== undefined) document.token_endpoint = options.tokenEndpoint;
   return document;

@@ -348,3 +348,43 @@ describe('execution_user in principal records', () => {
     await expect(store.setPrincipal('bob', { executionUser: '-rf' })).rejects.toBeInstanceOf(SvcError);
   });
 });
+
+describe('permission names of earlier releases', () => {
+  it('reads principal-view as principal-list and drops the cluster-app-* pair', async () => {
+    await writePolicy(
+      'principals:\n  ops: { roles: [auditor] }\nroles:\n  auditor: [principal-view, cluster-app-view, cluster-app-reg, app-view]\n',
+    );
+    const store = await PolicyStore.open(file);
+    expect(store.listRoles()['auditor']).toEqual(['principal-list', 'app-view']);
+    const ops = await store.resolve('ops', 0);
+    expect([...ops.permissions].sort()).toEqual(['app-view', 'principal-list']);
+  });
+
+  it('still refuses names that never existed', async () => {
+    await writePolicy('roles:\n  typo: [principal-veiw]\n');
+    await expect(PolicyStore.open(file)).rejects.toThrow(PolicyFileError);
+  });
+});
+
+describe('onTombstone', () => {
+  it('names each principal once when it becomes tombstoned, by DELETE or by an adopted file edit', async () => {
+    const store = await PolicyStore.open(file, { seed: SEED });
+    const seen: string[] = [];
+    const stop = store.onTombstone((id) => seen.push(id));
+    await store.tombstone('guest');
+    await store.tombstone('guest'); // idempotent: no second notice
+    expect(seen).toEqual(['guest']);
+    // An operator's edit that tombstones admin is adopted with the next change.
+    const text = (await readFile(file, 'utf8')).replace(
+      /admin:\n(\s+)roles:\n(\s+)- svc-admin\n(\s+)status: active/,
+      'admin:\n$1roles:\n$2- svc-admin\n$3status: tombstoned',
+    );
+    expect(text).toContain('status: tombstoned');
+    await writeFile(file, text);
+    await store.setRoles('someone', ['svc-viewer']);
+    expect(seen).toEqual(['guest', 'admin']);
+    stop();
+    await store.tombstone('someone');
+    expect(seen).toEqual(['guest', 'admin']);
+  });
+});

@@ -62,6 +62,16 @@ interface PolicyState {
 }
 
 const ROLE_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
+/**
+ * Permission names of earlier svc releases in a stored custom role: `principal-view` is App Mesh
+ * 3.0's `principal-list`; the `cluster-app-*` pair is gone (cluster endpoints use the application
+ * permissions), so it grants nothing rather than something wider. Rewritten on the next save.
+ */
+const LEGACY_PERMISSIONS: Readonly<Record<string, Permission | undefined>> = {
+  'principal-view': 'principal-list',
+  'cluster-app-view': undefined,
+  'cluster-app-reg': undefined,
+};
 const MAX_PRINCIPAL_ID_LENGTH = 256;
 // eslint-disable-next-line no-control-regex -- the point is to find control characters
 const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f]/;
@@ -125,7 +135,12 @@ export function parsePolicy(text: string, file: string): PolicyState {
     if (!ROLE_NAME.test(name)) fail(where, 'role names match ^[A-Za-z0-9_.-]{1,128}$');
     if (!Array.isArray(permissions)) fail(where, 'must be a list of permissions');
     const list: Permission[] = [];
-    for (const permission of permissions as unknown[]) {
+    for (const stored of permissions as unknown[]) {
+      const permission =
+        typeof stored === 'string' && Object.hasOwn(LEGACY_PERMISSIONS, stored)
+          ? LEGACY_PERMISSIONS[stored]
+          : stored;
+      if (permission === undefined) continue;
       if (!isPermission(permission)) {
         fail(where, `unknown permission ${JSON.stringify(permission)} (GET /svc/permissions lists them)`);
       } else if (!list.includes(permission)) {
@@ -240,6 +255,7 @@ export class PolicyStore {
   /** Permission sets by the role list's key; cleared whenever custom roles change. */
   #permissionSets = new Map<string, ReadonlySet<Permission>>();
   readonly #writeFile: (path: string, data: string, mode: number) => Promise<void>;
+  readonly #tombstoneListeners = new Set<(principalId: string) => void>();
 
   private constructor(
     file: string,
@@ -479,9 +495,23 @@ export class PolicyStore {
     this.#stamp = stamp;
   }
 
+  /**
+   * `listener` runs (synchronously) for every principal that becomes tombstoned, whether by
+   * `tombstone` or by an edit of the file adopted later. Returns the unsubscribe function.
+   */
+  onTombstone(listener: (principalId: string) => void): () => void {
+    this.#tombstoneListeners.add(listener);
+    return () => this.#tombstoneListeners.delete(listener);
+  }
+
   #publish(state: PolicyState): void {
     if (state.roles !== this.#state.roles) this.#permissionSets.clear();
+    const before = this.#state;
     this.#state = state;
+    for (const [id, record] of state.principals) {
+      if (record.status !== 'tombstoned' || before.principals.get(id)?.status === 'tombstoned') continue;
+      for (const listener of this.#tombstoneListeners) listener(id);
+    }
   }
 
   async #write(state: PolicyState): Promise<void> {

@@ -1,11 +1,17 @@
 // Effective configuration: config/config.yaml, overlaid by work/config/config.yaml, overlaid by
-// environment variables (CONTRACT §3). Every value is validated; a bad file or variable stops the
+// environment variables (CONTRACT §3). The files are sectioned documents (config-schema.ts; the
+// earlier flat shape is still read). Every value is validated; a bad file or variable stops the
 // daemon with a message naming the source and the key.
 import { readFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import { z } from 'zod';
+import {
+  ConfigDocumentError,
+  mergeConfigDocuments,
+  parseConfigFileDocument,
+  type ConfigDocument,
+} from './config-schema.ts';
 
 /** Defined by the bundle build (build/build.js): the path from the bundle's directory to the root. */
 declare const SVC_INSTALL_ROOT_FROM_MODULE: string | undefined;
@@ -19,70 +25,7 @@ export const INSTALL_ROOT = resolve(
   typeof SVC_INSTALL_ROOT_FROM_MODULE === 'string' ? SVC_INSTALL_ROOT_FROM_MODULE : '../../../..',
 );
 
-const port = z.number().int().min(0).max(65535);
-
-/** Keys an operator may set in config files (snake_case as on disk). */
-const fileSchema = z
-  .object({
-    listen_address: z.string().min(1),
-    rest_port: port,
-    tcp_port: port,
-    agent_port: port,
-    metrics_port: port.nullable(),
-    host_name: z.string().min(1).max(253),
-    auth_mode: z.enum(['builtin', 'external']),
-    oidc_issuer: z.string().url(),
-    oidc_audience: z.string().min(1),
-    issuer_port: port,
-    log_level: z.enum(['debug', 'info', 'warn', 'error']),
-    labels: z.record(z.string().regex(/^[A-Za-z0-9_.-]{1,128}$/), z.string().max(1024)),
-    forward_targets: z.array(z.string()),
-    forward_ca_file: z.string().nullable(),
-    registry_url: z.string().nullable(),
-    tls: z
-      .object({ cert_file: z.string(), key_file: z.string(), ca_file: z.string().optional() })
-      .strict()
-      .nullable(),
-    limits: z
-      .object({
-        max_body_bytes: z.number().int().min(1024),
-        max_frame_bytes: z
-          .number()
-          .int()
-          .min(1024)
-          .max(256 * 1024 * 1024),
-        max_connections: z.number().int().min(1),
-        max_connections_per_ip: z.number().int().min(1),
-        headers_timeout_ms: z.number().int().min(100),
-        request_timeout_ms: z.number().int().min(100),
-        idle_timeout_ms: z.number().int().min(100),
-        log_max_bytes: z
-          .number()
-          .int()
-          .min(64 * 1024),
-      })
-      .partial()
-      .strict(),
-    stop_grace_seconds: z.number().min(0).max(3600),
-    /** BaseConfig.DefaultExecUser: OS user of principals without an execution_user. */
-    default_exec_user: z
-      .string()
-      .regex(/^[A-Za-z_][A-Za-z0-9_.-]{0,31}$/, 'must be an OS user name')
-      .nullable(),
-    /** BaseConfig.DisableExecUser: everything runs as the daemon's user (execution users ignored). */
-    disable_exec_user: z.boolean(),
-    /** Absolute directories that /svc/file/upload and /download may reach (empty = anywhere allowed). */
-    file_transfer_roots: z.array(z.string().regex(/^\//, 'must be an absolute path')).max(256),
-    output_max_bytes: z
-      .number()
-      .int()
-      .min(64 * 1024)
-      .max(2 ** 40),
-  })
-  .partial()
-  .strict();
-
-export type ConfigFile = z.infer<typeof fileSchema>;
+export type ConfigFile = ConfigDocument;
 
 export interface Limits {
   maxBodyBytes: number;
@@ -121,16 +64,27 @@ export interface DaemonConfig {
   /** Extra CA file (PEM) trusted for forward targets, besides this daemon's own CA. */
   forwardCaFile: string | undefined;
   registryUrl: string | undefined;
+  /** The Registry section besides `Url` (cluster mode; read at start). */
+  registry: Omit<NonNullable<ConfigDocument['Registry']>, 'Url'>;
+  /** BaseConfig.Description: free text shown in GET /svc/config. */
+  description: string;
+  /**
+   * BaseConfig.DefaultExecUser: the OS user of principals without their own `execution_user`
+   * (undefined = the daemon's user). Read at each spawn, so a POST takes effect for the next process.
+   */
+  defaultExecUser: string | undefined;
+  /** BaseConfig.DisableExecUser: run everything as the daemon's user, ignoring execution users. */
+  disableExecUser: boolean;
+  /** BaseConfig.FileTransferRoots: allow-list of file transfers (files/file-policy.ts); empty = none. */
+  fileTransferRoots: string[];
+  /** BaseConfig.ScheduleIntervalSeconds: the health-check tick of the supervisor (read at start). */
+  scheduleIntervalSeconds: number;
+  /** BaseConfig.PosixTimezone: the daemon's TZ (schedules, daily windows); undefined = the host's. */
+  timezone: string | undefined;
   tls: { certFile: string; keyFile: string; caFile: string | undefined } | undefined;
   limits: Limits;
   stopGraceMs: number;
-  /** BaseConfig.DefaultExecUser; read through execUserSettings (auth/execution-user.ts). */
-  defaultExecUser: string | undefined;
-  /** BaseConfig.DisableExecUser. */
-  disableExecUser: boolean;
-  /** Allow-list of file transfer directories (api/operations/files.ts); empty = no allow-list. */
-  fileTransferRoots: string[];
-  /** Cap of one captured output file on disk (`output_max_bytes`, SVC_OUTPUT_MAX_BYTES). */
+  /** Cap of one captured output file on disk (`BaseConfig.OutputMaxBytes`, SVC_OUTPUT_MAX_BYTES). */
   outputMaxBytes: number;
 }
 
@@ -166,12 +120,26 @@ export async function readConfigFile(file: string): Promise<ConfigFile> {
   } catch (cause) {
     throw new ConfigError(`${file}: not valid YAML: ${(cause as Error).message}`, { cause });
   }
-  const parsed = fileSchema.safeParse(raw);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new ConfigError(`${file}: ${issue.path.join('.') || '(root)'}: ${issue.message}`);
+  try {
+    return parseConfigFileDocument(raw);
+  } catch (cause) {
+    if (cause instanceof ConfigDocumentError) throw new ConfigError(`${file}: ${cause.message}`, { cause });
+    throw cause;
   }
-  return parsed.data;
+}
+
+/** Default of BaseConfig.ScheduleIntervalSeconds (the supervisor's health-check tick). */
+export const DEFAULT_SCHEDULE_INTERVAL_SECONDS = 10;
+
+function tlsOf(home: string, ssl: NonNullable<ConfigDocument['REST']>['SSL']): DaemonConfig['tls'] {
+  if (ssl == null) return undefined;
+  if (ssl.CertFile === undefined || ssl.KeyFile === undefined)
+    throw new ConfigError('REST.SSL: CertFile and KeyFile are both required');
+  return {
+    certFile: resolve(home, ssl.CertFile),
+    keyFile: resolve(home, ssl.KeyFile),
+    caFile: ssl.CaFile === undefined ? undefined : resolve(home, ssl.CaFile),
+  };
 }
 
 function envPort(env: NodeJS.ProcessEnv, key: string): number | undefined {
@@ -183,7 +151,7 @@ function envPort(env: NodeJS.ProcessEnv, key: string): number | undefined {
   return n;
 }
 
-/** SVC_OUTPUT_MAX_BYTES wins over `output_max_bytes`; 16 MiB by default, at least 64 KiB. */
+/** SVC_OUTPUT_MAX_BYTES wins over `BaseConfig.OutputMaxBytes`; 16 MiB by default, at least 64 KiB. */
 function outputMaxBytes(fromEnv: string | undefined, fromFile: number | undefined): number {
   if (fromEnv === undefined || fromEnv === '') return fromFile ?? 16 * 1024 * 1024;
   const value = Number(fromEnv);
@@ -207,13 +175,13 @@ export async function loadConfig(env: NodeJS.ProcessEnv = process.env): Promise<
   const installDefaults =
     home === INSTALL_ROOT ? {} : await readConfigFile(join(INSTALL_ROOT, 'config', 'config.yaml'));
   const homeBase = await readConfigFile(join(home, 'config', 'config.yaml'));
-  const base: ConfigFile = {
-    ...installDefaults,
-    ...homeBase,
-    limits: { ...installDefaults.limits, ...homeBase.limits },
-  };
+  const base = mergeConfigDocuments(installDefaults, homeBase);
   const overrides = await readConfigFile(join(workDir, 'config', 'config.yaml'));
-  const file: ConfigFile = { ...base, ...overrides, limits: { ...base.limits, ...overrides.limits } };
+  const doc = mergeConfigDocuments(base, overrides);
+  const b = doc.BaseConfig ?? {};
+  const r = doc.REST ?? {};
+  const a = doc.Auth ?? {};
+  const fileLimits = r.Limits ?? {};
 
   const authModeEnv = env['SVC_AUTH_MODE'];
   if (
@@ -223,84 +191,80 @@ export async function loadConfig(env: NodeJS.ProcessEnv = process.env): Promise<
     authModeEnv !== 'external'
   )
     throw new ConfigError(`SVC_AUTH_MODE: expected builtin or external, got ${authModeEnv}`);
-  const authMode = (authModeEnv || file.auth_mode) ?? 'builtin';
-  const issuerPort = envPort(env, 'SVC_ISSUER_PORT') ?? file.issuer_port ?? 6062;
+  const authMode = (authModeEnv || a.Mode) ?? 'builtin';
+  const issuerPort = envPort(env, 'SVC_ISSUER_PORT') ?? a.IssuerPort ?? 6062;
   const issuerEnv = env['SVC_OIDC_ISSUER'];
   if (issuerEnv !== undefined && issuerEnv !== '' && !URL.canParse(issuerEnv))
     throw new ConfigError(`SVC_OIDC_ISSUER: not a URL`);
-  const oidcIssuer = (issuerEnv || file.oidc_issuer) ?? `http://127.0.0.1:${issuerPort}/auth`;
-  if (authMode === 'external' && !issuerEnv && file.oidc_issuer === undefined)
-    throw new ConfigError('external auth mode needs SVC_OIDC_ISSUER (or oidc_issuer in config.yaml)');
+  const oidcIssuer = (issuerEnv || a.Issuer) ?? `http://127.0.0.1:${issuerPort}/auth`;
+  if (authMode === 'external' && !issuerEnv && a.Issuer === undefined)
+    throw new ConfigError('external auth mode needs SVC_OIDC_ISSUER (or Auth.Issuer in config.yaml)');
 
   // The headers are part of the request: their timeout cannot be longer than the request's (Node
   // refuses such a server). The default follows a shorter request timeout; explicit values must agree.
-  const requestTimeoutMs = file.limits?.request_timeout_ms ?? DEFAULT_LIMITS.requestTimeoutMs;
+  const requestTimeoutMs = fileLimits.RequestTimeoutMs ?? DEFAULT_LIMITS.requestTimeoutMs;
   const headersTimeoutMs =
-    file.limits?.headers_timeout_ms ?? Math.min(DEFAULT_LIMITS.headersTimeoutMs, requestTimeoutMs);
+    fileLimits.HeadersTimeoutMs ?? Math.min(DEFAULT_LIMITS.headersTimeoutMs, requestTimeoutMs);
   if (headersTimeoutMs > requestTimeoutMs)
     throw new ConfigError(
-      `limits.headers_timeout_ms (${headersTimeoutMs}) must not exceed limits.request_timeout_ms (${requestTimeoutMs})`,
+      `limits.headers_timeout_ms (${headersTimeoutMs}) must not exceed limits.request_timeout_ms (${requestTimeoutMs}) (REST.Limits.HeadersTimeoutMs, REST.Limits.RequestTimeoutMs)`,
     );
   const limits: Limits = {
-    maxBodyBytes: file.limits?.max_body_bytes ?? DEFAULT_LIMITS.maxBodyBytes,
-    maxFrameBytes: file.limits?.max_frame_bytes ?? DEFAULT_LIMITS.maxFrameBytes,
-    maxConnections: file.limits?.max_connections ?? DEFAULT_LIMITS.maxConnections,
-    maxConnectionsPerIp: file.limits?.max_connections_per_ip ?? DEFAULT_LIMITS.maxConnectionsPerIp,
+    maxBodyBytes: fileLimits.MaxBodyBytes ?? DEFAULT_LIMITS.maxBodyBytes,
+    maxFrameBytes: fileLimits.MaxFrameBytes ?? DEFAULT_LIMITS.maxFrameBytes,
+    maxConnections: fileLimits.MaxConnections ?? DEFAULT_LIMITS.maxConnections,
+    maxConnectionsPerIp: fileLimits.MaxConnectionsPerIp ?? DEFAULT_LIMITS.maxConnectionsPerIp,
     headersTimeoutMs,
     requestTimeoutMs,
-    idleTimeoutMs: file.limits?.idle_timeout_ms ?? DEFAULT_LIMITS.idleTimeoutMs,
-    logMaxBytes: file.limits?.log_max_bytes ?? DEFAULT_LIMITS.logMaxBytes,
+    idleTimeoutMs: fileLimits.IdleTimeoutMs ?? DEFAULT_LIMITS.idleTimeoutMs,
+    logMaxBytes: fileLimits.LogMaxBytes ?? DEFAULT_LIMITS.logMaxBytes,
   };
 
   const forwardEnv = env['SVC_FORWARD_TARGETS'];
-  const metricsPort = envPort(env, 'SVC_METRICS_PORT') ?? file.metrics_port ?? undefined;
-  const registryUrl = (env['SVC_REGISTRY_URL'] || file.registry_url) ?? undefined;
+  const metricsPort = envPort(env, 'SVC_METRICS_PORT') ?? r.MetricsPort ?? undefined;
+  const { Url: registryFileUrl, ...registry } = doc.Registry ?? {};
+  const registryUrl = (env['SVC_REGISTRY_URL'] || registryFileUrl) ?? undefined;
   if (registryUrl !== undefined)
     throw new ConfigError(
-      `${env['SVC_REGISTRY_URL'] ? 'SVC_REGISTRY_URL' : 'registry_url in config.yaml'} is set, but cluster mode is not available in this version: unset it to run stand-alone`,
+      `${env['SVC_REGISTRY_URL'] ? 'SVC_REGISTRY_URL' : 'Registry.Url in config.yaml'} is set, but cluster mode is not available in this version: unset it to run stand-alone`,
     );
   const systemAppsEnv = env['SVC_SYSTEM_APPS_DIR'];
   return {
     home,
     workDir,
     systemAppsDir: systemAppsEnv ? resolve(systemAppsEnv) : join(INSTALL_ROOT, 'apps'),
-    listenAddress: (env['SVC_LISTEN_ADDRESS'] || file.listen_address) ?? '127.0.0.1',
-    restPort: envPort(env, 'SVC_REST_PORT') ?? file.rest_port ?? 6058,
-    tcpPort: envPort(env, 'SVC_TCP_PORT') ?? file.tcp_port ?? 6059,
-    agentPort: envPort(env, 'SVC_AGENT_PORT') ?? file.agent_port ?? 6060,
+    listenAddress: (env['SVC_LISTEN_ADDRESS'] || r.ListenAddress) ?? '127.0.0.1',
+    restPort: envPort(env, 'SVC_REST_PORT') ?? r.RestPort ?? 6058,
+    tcpPort: envPort(env, 'SVC_TCP_PORT') ?? r.TcpPort ?? 6059,
+    agentPort: envPort(env, 'SVC_AGENT_PORT') ?? r.AgentPort ?? 6060,
     metricsPort,
-    hostName: (env['SVC_HOST_NAME'] || file.host_name) ?? hostname(),
+    hostName: (env['SVC_HOST_NAME'] || b.HostName) ?? hostname(),
     authMode,
     oidcIssuer: oidcIssuer.replace(/\/+$/, ''),
-    oidcAudience: (env['SVC_OIDC_AUDIENCE'] || file.oidc_audience) ?? 'svc-api',
+    oidcAudience: (env['SVC_OIDC_AUDIENCE'] || a.Audience) ?? 'svc-api',
     issuerPort,
     passwordFlow: authMode === 'builtin' && (envFlag(env, 'SVC_AUTH_PASSWORD_FLOW') ?? true),
-    logLevel: file.log_level ?? 'info',
-    labels: file.labels ?? {},
+    logLevel: (b.LogLevel?.toLowerCase() as DaemonConfig['logLevel'] | undefined) ?? 'info',
+    labels: doc.Labels ?? {},
     forwardTargets:
       forwardEnv !== undefined && forwardEnv !== ''
         ? forwardEnv
             .split(',')
             .map((s) => s.trim())
             .filter(Boolean)
-        : (file.forward_targets ?? []),
-    forwardCaFile: ((f) => (f ? resolve(home, f) : undefined))(
-      env['SVC_FORWARD_CA_FILE'] || file.forward_ca_file,
-    ),
+        : (r.ForwardTargets ?? []),
+    forwardCaFile: ((f) => (f ? resolve(home, f) : undefined))(env['SVC_FORWARD_CA_FILE'] || r.ForwardCaFile),
     registryUrl,
-    tls:
-      file.tls == null
-        ? undefined
-        : {
-            certFile: resolve(home, file.tls.cert_file),
-            keyFile: resolve(home, file.tls.key_file),
-            caFile: file.tls.ca_file === undefined ? undefined : resolve(home, file.tls.ca_file),
-          },
+    registry,
+    description: b.Description ?? '',
+    defaultExecUser: b.DefaultExecUser || undefined,
+    disableExecUser: b.DisableExecUser ?? false,
+    fileTransferRoots: b.FileTransferRoots ?? [],
+    scheduleIntervalSeconds: b.ScheduleIntervalSeconds ?? DEFAULT_SCHEDULE_INTERVAL_SECONDS,
+    timezone: b.PosixTimezone || undefined,
+    tls: tlsOf(home, r.SSL),
     limits,
-    stopGraceMs: (file.stop_grace_seconds ?? 5) * 1000,
-    defaultExecUser: file.default_exec_user ?? undefined,
-    disableExecUser: file.disable_exec_user ?? false,
-    fileTransferRoots: file.file_transfer_roots ?? [],
-    outputMaxBytes: outputMaxBytes(env['SVC_OUTPUT_MAX_BYTES'], file.output_max_bytes),
+    stopGraceMs: (b.StopGraceSeconds ?? 5) * 1000,
+    outputMaxBytes: outputMaxBytes(env['SVC_OUTPUT_MAX_BYTES'], b.OutputMaxBytes),
   };
 }

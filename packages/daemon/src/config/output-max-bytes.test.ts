@@ -63,6 +63,12 @@ describe('output_max_bytes', () => {
       await withFile(`output_max_bytes: ${value}\n`, async () => {
         await expect(loadConfig(env()), value).rejects.toThrow(/output_max_bytes/);
       });
+      await withFile(`BaseConfig:\n  OutputMaxBytes: ${value}\n`, async () => {
+        await expect(loadConfig(env()), value).rejects.toThrow(/BaseConfig\.OutputMaxBytes/);
+      });
     }
+    await withFile('BaseConfig:\n  OutputMaxBytes: 1048576\n', async () => {
+      expect((await loadConfig(env())).outputMaxBytes).toBe(1048576);
+    });
   });
 });

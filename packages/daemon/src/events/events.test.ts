@@ -87,6 +87,7 @@ describe('SubscriptionRegistry', () => {
     principalId: 'p',
     push: () => true,
     onClose: () => undefined,
+    close: () => undefined,
   });
   const make = (id: string, app: string, events: string[], conn: PersistentConnection): Subscription => ({
     id,

@@ -5,7 +5,7 @@
 // Policy, in order (docs/decisions.md, "File transfer"):
 // 1. `X-File-Path` (percent-encoded, as the SDKs send it) is an absolute path without NUL, control
 //    characters, `.` or `..` segments, at most 4096 bytes.
-// 2. When `file_transfer_roots` is configured, the real path must lie inside one of them.
+// 2. When `BaseConfig.FileTransferRoots` is configured, the real path must lie inside one of them.
 // 3. The daemon's own files (SVC_HOME/work and the install root) are refused to every caller that
 //    is not an administrator (role svc-admin), whatever its OS user could read.
 // 4. The transfer itself runs as the caller's execution user, so the OS refuses what that user may
@@ -77,7 +77,7 @@ export function attributesOf(headers: Readonly<Record<string, string>>): FileAtt
 export interface TransferPolicy {
   /** Real paths of the daemon's own trees (SVC_HOME/work, the install root). */
   readonly protectedRoots: readonly string[];
-  /** `file_transfer_roots` (real paths); empty = no allow-list. */
+  /** `BaseConfig.FileTransferRoots` (real paths); empty = no allow-list. */
   readonly allowedRoots: readonly string[];
 }
 

@@ -1,7 +1,7 @@
 // Forward targets: parsing `X-Target-Host: host[:port]` (the target's TCP API address, CONTRACT §4)
 // and deciding which targets the operator allows. A gateway must never become an open proxy, so a
 // target is reachable only when some provider vouches for it; stand-alone that is the static list
-// (SVC_FORWARD_TARGETS / forward_targets), in cluster mode the registry adds its nodes through
+// (SVC_FORWARD_TARGETS / REST.ForwardTargets), in cluster mode the registry adds its nodes through
 // `AllowedTargets.addProvider`.
 import { isIP } from 'node:net';
 import { SvcError } from '@svc/protocol';
@@ -68,7 +68,7 @@ export interface ForwardTargetProvider {
 }
 
 /**
- * The operator's list (SVC_FORWARD_TARGETS / forward_targets). Read live: POST /svc/config may
+ * The operator's list (SVC_FORWARD_TARGETS / REST.ForwardTargets). Read live: POST /svc/config may
  * replace it at run time. An entry that is not host[:port] allows nothing.
  */
 export function staticTargets(entries: () => readonly string[]): ForwardTargetProvider {

@@ -39,6 +39,12 @@ function redact(fields: Record<string, unknown>): Record<string, unknown> {
   return out;
 }
 
+/** The logger createLogger returns: its level can change while it runs (POST /svc/config). */
+export interface RootLogger extends Logger {
+  /** Applies at once to this logger and every child of it. */
+  setLevel(level: LogLevel): void;
+}
+
 export interface LoggerOptions {
   file?: string;
   level?: LogLevel;
@@ -125,7 +131,7 @@ function renameIfExists(from: string, to: string): void {
   }
 }
 
-export function createLogger(options: LoggerOptions = {}): Logger {
+export function createLogger(options: LoggerOptions = {}): RootLogger {
   const file =
     options.file === undefined
       ? undefined
@@ -134,7 +140,7 @@ export function createLogger(options: LoggerOptions = {}): Logger {
           options.maxFileBytes ?? DEFAULT_LOG_MAX_FILE_BYTES,
           options.backups ?? DEFAULT_LOG_BACKUPS,
         );
-  const threshold = LEVELS[options.level ?? 'info'];
+  let threshold = LEVELS[options.level ?? 'info'];
   const toStderr = options.stderr ?? false;
   const peerLines = options.peerLines ?? DEFAULT_PEER_LINES;
   const limit = new PeerLogLimit({ ...peerLines, maxPeers: MAX_LOGGED_PEERS, now: () => Date.now() });
@@ -178,7 +184,12 @@ export function createLogger(options: LoggerOptions = {}): Logger {
       },
     };
   };
-  return make({});
+  return {
+    ...make({}),
+    setLevel: (level) => {
+      threshold = LEVELS[level];
+    },
+  };
 }
 
 /** A logger that drops everything (unit tests). */

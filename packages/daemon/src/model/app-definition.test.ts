@@ -106,7 +106,7 @@ describe('parseAppDefinition: minimal definition and defaults', () => {
       daily_limitation: { daily_start: '09:00:00', daily_end: '17:00:00' },
       resource_limit: { memory_mb: 512, cpu_shares: 1024 },
       behavior: { exit: 'keepalive', exit_code_actions: { '0': 'standby', '-9': 'remove' } },
-      stop_grace_period: 86400,
+      stop_grace_period: { seconds: 86400, text: 'P1D' },
       permission: 21,
       pid: 1234,
     });
@@ -557,8 +557,9 @@ describe('parseAppDefinition: times, intervals, cron, daily window, stop_grace_p
     expect(bad({ daily_limitation })).toBe(message);
   });
   it('parses stop_grace_period as a duration', () => {
-    expect(parse({ stop_grace_period: 0 }).stop_grace_period).toBe(0);
-    expect(parse({ stop_grace_period: 'PT10M' }).stop_grace_period).toBe(600);
+    expect(parse({ stop_grace_period: 0 }).stop_grace_period).toEqual({ seconds: 0, text: '0' });
+    expect(parse({ stop_grace_period: 'PT10M' }).stop_grace_period).toEqual({ seconds: 600, text: 'PT10M' });
+    expect(parse({ stop_grace_period: '45' }).stop_grace_period).toEqual({ seconds: 45, text: '45' });
     expect(bad({ stop_grace_period: 'forever' })).toBe(
       'stop_grace_period: must be whole seconds or an ISO 8601 duration like PT5M (got "forever")',
     );
@@ -598,7 +599,7 @@ describe('toPublicView', () => {
       start_time: Date.UTC(2024, 1, 1) / 1000,
       end_time: 1735689600,
       interval: 3600,
-      stop_grace_period: '300',
+      stop_grace_period: 'PT5M',
       owner_principal_id: 'alice',
       daily_limitation: { daily_start: 9 * 3600, daily_end: 17.5 * 3600 },
       permission: 21,

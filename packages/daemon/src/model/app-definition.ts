@@ -26,7 +26,7 @@ export const EXIT_ACTIONS = ['standby', 'restart', 'keepalive', 'remove'] as con
  *   restart    start again after a failed exit (code != 0, including signals); exit 0 = standby
  *   keepalive  start again after any exit, including 0
  *   remove     remove the application (REMOVED event, file deleted)
- * In `behavior.control` an action names exactly what happens for that code: `restart` and
+ * In `behavior.exit_code_actions` an action names exactly what happens for that code: `restart` and
  * `keepalive` both mean start again.
  */
 export type ExitAction = (typeof EXIT_ACTIONS)[number];
@@ -81,8 +81,11 @@ export interface AppDefinition {
   /** Cron expression (cron-scheduled app). Exclusive with interval. */
   cron_schedule?: string;
   daily_limitation?: DailyLimitation;
-  /** Seconds between SIGTERM and SIGKILL when the app is stopped; default: the daemon's. */
-  stop_grace_period?: number;
+  /**
+   * Time between SIGTERM and SIGKILL when the app is stopped (default: the daemon's): seconds, and
+   * the text the client sent (`"PT3S"`, `"30"`), which is what the API returns (App Mesh 3.0).
+   */
+  stop_grace_period?: { seconds: number; text: string };
   /** Apps that must be registered, enabled, running and healthy before this one starts. */
   depends_on: string[];
   resource_limit?: ResourceLimit;
@@ -518,7 +521,10 @@ const appSchema = z.strictObject({
     },
     'must be an object with daily_start and daily_end',
   ).optional(),
-  stop_grace_period: fromResult(parseDuration).optional(),
+  stop_grace_period: fromResult((value): Result<{ seconds: number; text: string }> => {
+    const result = parseDuration(value);
+    return result.ok ? ok({ seconds: result.value, text: String(value) }) : result;
+  }).optional(),
   depends_on: dependsOnList.optional(),
   resource_limit: subObject(
     {
@@ -549,7 +555,7 @@ const appSchema = z.strictObject({
 
 const RECORD_PATHS = new Set(['env', 'secret_env', 'behavior.exit_code_actions']);
 
-/** Render a path as `behavior.control["abc"]`, `env["A"]`, `permission[2]`, `daily_limitation.daily_end`. */
+/** Render a path as `behavior.exit_code_actions["abc"]`, `env["A"]`, `depends_on[2]`, `daily_limitation.daily_end`. */
 export function formatPath(path: readonly PropertyKey[]): string {
   let out = '';
   for (const segment of path) {
@@ -599,7 +605,7 @@ export interface ParseOptions {
   /** register_time of a new definition (epoch ms); default Date.now(). */
   now?: number;
   /**
-   * The definition being replaced: a sec_env value equal to SECRET_MASK keeps its stored value,
+   * The definition being replaced: a secret_env value equal to SECRET_MASK keeps its stored value,
    * so that a client can PUT back what it got from GET.
    */
   previous?: AppDefinition;
@@ -820,7 +826,7 @@ export function othersAccess(def: Pick<AppDefinition, 'permission'>): 'deny' | '
 /**
  * The definition as the API returns it (App Mesh 3.0 names): secret_env values masked, instants
  * as epoch seconds, daily_limitation as seconds of the local day, interval in seconds,
- * stop_grace_period as a string of seconds (the 3.0 SDKs read it as a string). Runtime fields are
+ * stop_grace_period as the text it was given (the 3.0 SDKs read it as a string). Runtime fields are
  * added by the supervisor.
  */
 export function toPublicView(def: AppDefinition): Record<string, unknown> {
@@ -862,7 +868,7 @@ function plainFields(def: AppDefinition, form: 'api' | 'file'): Record<string, u
       daily_end: timeOfDay(def.daily_limitation.daily_end),
     };
   }
-  if (def.stop_grace_period !== undefined) out['stop_grace_period'] = String(def.stop_grace_period);
+  if (def.stop_grace_period !== undefined) out['stop_grace_period'] = def.stop_grace_period.text;
   if (def.depends_on.length > 0) out['depends_on'] = [...def.depends_on];
   if (def.resource_limit !== undefined) out['resource_limit'] = { ...def.resource_limit };
   out['behavior'] = { exit: def.behavior.exit, exit_code_actions: { ...def.behavior.exit_code_actions } };

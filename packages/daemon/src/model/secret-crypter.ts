@@ -1,4 +1,4 @@
-// Encryption of protected environment values (sec_env) at rest, with the host's master key
+// Encryption of protected environment values (secret_env) at rest, with the host's master key
 // `work/auth/secrets/secret-master-key` (CONTRACT §2, spec "Bootstrap secret files").
 //
 // Token format: `enc:v1:<base64(iv[12] | tag[16] | ciphertext)>`, AES-256-GCM with a fresh random

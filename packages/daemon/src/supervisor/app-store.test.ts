@@ -92,7 +92,7 @@ describe('AppStore', () => {
       enabled: false,
       stdout_backup_count: 5,
       cron_schedule: '*/5 * * * *',
-      stop_grace_period: 30,
+      stop_grace_period: { seconds: 30, text: '30' },
       behavior: { exit: 'standby', exit_code_actions: { '1': 'restart' } },
       permission: 11, // a share list cannot be expressed: others denied
       owner_principal_id: 'alice',

@@ -126,7 +126,7 @@ export class AppStore {
   }
 
   /**
-   * Atomically and durably write the definition (sec_env encrypted), mode 0600: write a temp file
+   * Atomically and durably write the definition (secret_env encrypted), mode 0600: write a temp file
    * opened O_DSYNC (durable when the write returns), rename it over <name>.yaml (closing it meanwhile), fsync the directory. Same
    * guarantees as util/atomic-file.ts with fewer thread-pool round trips on the start path: the
    * temp file comes from a small pool of pre-created, pre-chmod'ed empty files (creating a file

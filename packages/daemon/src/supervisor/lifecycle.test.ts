@@ -185,7 +185,7 @@ describe('AppLifecycle', () => {
   });
 
   it('periodic apps start on their interval with one timer', () => {
-    const { clock, runner, app } = setup({ start_interval_seconds: 10 });
+    const { clock, runner, app } = setup({ interval: 10 });
     app.decide();
     expect(runner.spawned).toHaveLength(1);
     clock.advance(1000);
@@ -218,7 +218,7 @@ describe('AppLifecycle', () => {
   });
 
   it('a disabled app does not start', () => {
-    const { runner, app } = setup({ status: 0 });
+    const { runner, app } = setup({ enabled: false });
     app.decide();
     expect(app.state).toBe('disabled');
     expect(runner.spawned).toHaveLength(0);

@@ -368,7 +368,9 @@ export class AppLifecycle {
     const done = new Promise<void>((resolve) => this.#stopWaiters.push(resolve));
     if (this.state !== 'stopping') {
       const graceMs =
-        this.def.stop_grace_period === undefined ? this.#host.stopGraceMs : this.def.stop_grace_period * 1000;
+        this.def.stop_grace_period === undefined
+          ? this.#host.stopGraceMs
+          : this.def.stop_grace_period.seconds * 1000;
       this.#setState('stopping', this.#host.clock.now() + graceMs);
       this.#signal(process, 'SIGTERM');
     }

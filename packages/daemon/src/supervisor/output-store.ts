@@ -1,5 +1,5 @@
 // Captured output: work/stdout/<name>.out is the current (or last) process's stdout+stderr,
-// <name>.out.1 … .out.N the N previous ones (N = stdout_cache_num), rotated at each new start.
+// <name>.out.1 … .out.N the N previous ones (N = stdout_backup_count), rotated at each new start.
 //
 // Contracts:
 // - The child writes its own file (an O_APPEND fd opened here and passed as stdio), so the file is
@@ -413,7 +413,10 @@ export class OutputStore {
           };
         }
         const remaining = deadline - Date.now();
-        if (exited || remaining <= 0 || !this.#apps.has(app)) {
+        // Removed while this read waited: the answer is the removal (404), never an exit code.
+        if (this.#apps.get(app) !== state)
+          throw new SvcError('app_not_found', `application ${app} was removed`);
+        if (exited || remaining <= 0) {
           return {
             output: Buffer.alloc(0),
             position: size,

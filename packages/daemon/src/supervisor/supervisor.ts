@@ -383,7 +383,9 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
       // The app's cgroups go with its process (re-created at the next start).
       if (app.def.resource_limit !== undefined && limiter.version !== undefined) limiter.release(app.name);
       cpuSamples.delete(app.name);
-      output.markExited(app.name, process.processUuid, exitCode);
+      // A process stopped by its app's removal has no exit to report (no EXIT, no X-Exit-Code):
+      // the output goes with the app, and a long poll on it answers 404.
+      if (app.lastStop !== 'remove') output.markExited(app.name, process.processUuid, exitCode);
       if (process.adopted) adopted.delete(app);
     },
     changed() {
@@ -811,6 +813,17 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
         const cycle = findDependencyCycle(def.name, def.depends_on, (name) => apps.get(name)?.def.depends_on);
         if (cycle !== undefined)
           throw new SvcError('invalid_app', `depends_on: dependency cycle ${cycle.join(' -> ')}`);
+        // `pid` is also a runtime field: a client that sends back what GET returned (App Mesh 3.0
+        // SDKs send their read-back App whole) echoes the pid of the process svc spawned for this
+        // app. That is a plain replacement, not an adoption.
+        const own = existing?.process;
+        if (
+          def.pid !== undefined &&
+          existing?.def.pid === undefined &&
+          own?.pid === def.pid &&
+          own.external !== true
+        )
+          delete def.pid;
         if (def.pid !== undefined) return adoptByPid(def, existing);
         // The durable write runs while the process is spawned; the call returns only after both,
         // so an acknowledged definition is never lost. If the write fails, the start is undone.

@@ -1,7 +1,7 @@
 // The supervisor as the API layer sees it. The operations in api/ call only this interface;
 // everything behind it (process runner, output store, snapshot, schedule) is the supervisor's own.
 
-/** An application as returned by the API: the definition (without sec_env values) plus runtime fields. */
+/** An application as returned by the API: the definition (without secret_env values) plus runtime fields. */
 export type AppView = Record<string, unknown> & { name: string };
 
 export interface OutputQuery {

@@ -64,6 +64,8 @@ export class WireSession implements PersistentConnection {
   #inFlight = 0;
   #paused = false;
   #closed = false;
+  /** close() was called: the socket is closing; nothing more is read, answered or pushed. */
+  #ending = false;
   #authenticatedSeen = false;
   readonly #idle: IdleDeadline | undefined;
   /** Where raw file frames go while a side-channel upload runs (receiveRawFrames). */
@@ -105,7 +107,7 @@ export class WireSession implements PersistentConnection {
 
   /** Handle one decoded frame body. Undecodable messages close the connection (spec: TCP framing). */
   receive(body: Uint8Array): void {
-    if (this.#closed) return;
+    if (this.#closed || this.#ending) return;
     this.#idle?.touch();
     if (this.#held !== undefined) {
       this.#held.push(body);
@@ -226,7 +228,7 @@ export class WireSession implements PersistentConnection {
   }
 
   #send(message: Response): boolean {
-    if (this.#closed) return false;
+    if (this.#closed || this.#ending) return false;
     if (this.#options.sink.bufferedBytes() > (this.#options.maxBufferedBytes ?? 64 * 1024 * 1024)) {
       this.#options.logger.warn('peer is not reading; closing connection', {
         transport: this.transport,
@@ -241,6 +243,12 @@ export class WireSession implements PersistentConnection {
 
   push(message: Response): boolean {
     return this.#send(message);
+  }
+
+  close(reason: string): void {
+    if (this.#closed || this.#ending) return;
+    this.#ending = true;
+    this.#options.sink.close(reason);
   }
 
   onClose(callback: () => void): void {

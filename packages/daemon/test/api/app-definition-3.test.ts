@@ -179,7 +179,7 @@ describe('the definition as App Mesh 3.0 clients send and read it', () => {
     expect(view).toMatchObject({
       ...sdkBody,
       interval: 1800,
-      stop_grace_period: '20',
+      stop_grace_period: 'PT20S',
       secret_env: { S: '******' },
       owner_principal_id: 'test-admin',
       owner_display_name: 'test-admin',
@@ -194,7 +194,7 @@ describe('the definition as App Mesh 3.0 clients send and read it', () => {
       ...sdkBody,
       description: 'edited',
       interval: 1800,
-      stop_grace_period: '20',
+      stop_grace_period: 'PT20S',
       secret_env: { S: '******' },
     });
     // The masked secret sent back kept its stored value (encrypted, not the mask).

@@ -47,9 +47,7 @@ function has(role: TestRole, permission: Permission): boolean {
   ]!.includes(permission);
 }
 
-/** `agent-key`: only svc-agent's process key (GET /svc/metrics): every bearer role is denied. */
-type Rule =
-  Permission | 'public' | 'authenticated' | 'process-key' | 'agent-key' | ((role: TestRole) => boolean);
+type Rule = Permission | 'public' | 'authenticated' | 'process-key' | ((role: TestRole) => boolean);
 
 interface Row {
   method: string;
@@ -104,14 +102,21 @@ const ROWS: Row[] = [
   { method: 'PUT', path: '/svc/label/zone', rule: 'label-set', options: { query: { value: 'a' } } },
   { method: 'DELETE', path: '/svc/label/nolabel', rule: 'label-delete' },
   { method: 'GET', path: '/svc/config', rule: 'config-view' },
-  { method: 'POST', path: '/svc/config', rule: 'config-set', options: { body: { log_level: 'info' } } },
+  {
+    method: 'POST',
+    path: '/svc/config',
+    rule: 'config-set',
+    options: { body: { BaseConfig: { LogLevel: 'INFO' } } },
+  },
   { method: 'GET', path: '/svc/resources', rule: 'host-resource-view' },
   { method: 'GET', path: '/svc/self', rule: 'authenticated' },
+  { method: 'GET', path: '/svc/principal/self', rule: 'authenticated' },
+  { method: 'GET', path: '/svc/principal/self/permissions', rule: 'authenticated' },
   { method: 'GET', path: '/svc/roles', rule: 'role-view' },
   { method: 'POST', path: '/svc/role/matrix-role', rule: 'role-set', options: { body: ['app-view'] } },
   { method: 'DELETE', path: '/svc/role/no-such-role', rule: 'role-delete' },
   { method: 'GET', path: '/svc/permissions', rule: 'permission-list' },
-  { method: 'GET', path: '/svc/principals', rule: 'principal-view' },
+  { method: 'GET', path: '/svc/principals', rule: 'principal-list' },
   {
     method: 'POST',
     path: '/svc/principal/someone',
@@ -172,8 +177,8 @@ const ROWS: Row[] = [
     rule: 'file-download',
     options: { headers: { 'x-file-path': encodeURIComponent('/etc/hostname') } },
   })),
-  // Metrics: the agent's process key only (packages/agent/test/proxy.test.ts tests the key itself).
-  { method: 'GET', path: '/svc/metrics', rule: 'agent-key' },
+  // Metrics: host-resource-view bearers, or the agent's process key (packages/agent/test/proxy.test.ts).
+  { method: 'GET', path: '/svc/metrics', rule: 'host-resource-view' },
   // DELETE: the owner needs no permission; others need app-delete and app-manage-all.
   {
     method: 'DELETE',
@@ -184,7 +189,6 @@ const ROWS: Row[] = [
 
 function allowed(rule: Rule, role: TestRole): boolean {
   if (rule === 'public' || rule === 'authenticated' || rule === 'process-key') return true;
-  if (rule === 'agent-key') return false;
   if (typeof rule === 'function') return rule(role);
   return has(role, rule);
 }
@@ -202,7 +206,7 @@ describe('authorization of every endpoint for every role', () => {
         .replace('/svc/label/zone', '/svc/label/{key}')
         .replace('/svc/label/nolabel', '/svc/label/{key}')
         .replace(/\/svc\/role\/[^/]+/, '/svc/role/{role}')
-        .replace(/\/svc\/principal\/[^/]+/, '/svc/principal/{id}');
+        .replace(/\/svc\/principal\/(?!self(?:\/|$))[^/]+/, '/svc/principal/{id}');
     const coveredOps = new Set([...covered].map(normalised));
     const missing = operations.map((o) => `${o.method} ${o.path}`).filter((k) => !coveredOps.has(k));
     expect(missing).toEqual([]);
@@ -248,7 +252,6 @@ describe('authorization of every endpoint for every role', () => {
         if (transport === 'tcp') return; // an unauthenticated TCP connection is covered in same-over-transports
         const anonymous = await daemon.rest().call(row.method, path('anonymous'), row.options ?? {});
         if (rule === 'public' || rule === 'process-key') expect(anonymous.status).not.toBe(401);
-        else if (rule === 'agent-key') expect(anonymous.status).toBe(403);
         else {
           expect(anonymous.status).toBe(401);
           expect(anonymous.headers['www-authenticate']).toMatch(

@@ -171,7 +171,7 @@ describe.skipIf(!IS_ROOT)('execution_user of a principal', () => {
 describe.skipIf(!IS_ROOT)('BaseConfig.DefaultExecUser and DisableExecUser', () => {
   it('DefaultExecUser applies to principals without an execution_user', async () => {
     await using daemon = await startTestDaemon({
-      files: { 'config/config.yaml': `default_exec_user: ${user.name}\n` },
+      files: { 'config/config.yaml': `BaseConfig:\n  DefaultExecUser: ${user.name}\n` },
     });
     const run = await syncRun(daemon.rest(), await daemon.token('admin'), 'id -un');
     expect(run.output.trim()).toBe(user.name);
@@ -179,7 +179,9 @@ describe.skipIf(!IS_ROOT)('BaseConfig.DefaultExecUser and DisableExecUser', () =
 
   it('DisableExecUser runs everything as the daemon user, execution_user included', async () => {
     await using daemon = await startTestDaemon({
-      files: { 'config/config.yaml': `disable_exec_user: true\ndefault_exec_user: ${user.name}\n` },
+      files: {
+        'config/config.yaml': `BaseConfig:\n  DisableExecUser: true\n  DefaultExecUser: ${user.name}\n`,
+      },
     });
     const rest = daemon.rest();
     const admin = await daemon.token('admin');

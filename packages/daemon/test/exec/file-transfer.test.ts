@@ -440,12 +440,12 @@ describe.skipIf(!IS_ROOT)("file transfer as the caller's execution user", () => 
   });
 });
 
-describe('file_transfer_roots allow-list', () => {
+describe('BaseConfig.FileTransferRoots allow-list', () => {
   it('refuses paths outside the configured roots (403)', async () => {
     const allowed = await mkdtemp(join(tmpdir(), 'svc-files-allowed-'));
     try {
       await using other = await startTestDaemon({
-        files: { 'config/config.yaml': `file_transfer_roots: [${JSON.stringify(allowed)}]\n` },
+        files: { 'config/config.yaml': `BaseConfig:\n  FileTransferRoots: [${JSON.stringify(allowed)}]\n` },
       });
       const client = other.rest();
       const token = await other.token('admin');

@@ -203,9 +203,10 @@ describe('what the target receives', () => {
   // above shows the header is gone; this shows the pair does not bounce a request back).
   it('a target whose own allow-list includes the gateway still serves locally', async () => {
     ok(
-      await b
-        .rest()
-        .call('POST', '/svc/config', { token: admin, body: { forward_targets: [`127.0.0.1:${a.tcpPort}`] } }),
+      await b.rest().call('POST', '/svc/config', {
+        token: admin,
+        body: { REST: { ForwardTargets: [`127.0.0.1:${a.tcpPort}`] } },
+      }),
     );
     const r = await a.rest().call('GET', '/svc/app/only-there', via(B, { token: admin }));
     expect(r.status, r.text()).toBe(200);
@@ -232,7 +233,9 @@ describe('TLS trust and connect failures', () => {
     ok(
       await a.rest().call('POST', '/svc/config', {
         token: admin,
-        body: { forward_targets: [B, C, recorder.address, recording.address, deadAddress, ...extra] },
+        body: {
+          REST: { ForwardTargets: [B, C, recorder.address, recording.address, deadAddress, ...extra] },
+        },
       }),
     );
   }
@@ -258,7 +261,7 @@ describe('TLS trust and connect failures', () => {
     expect(trusted.status, trusted.text()).toBe(200);
     // The effective configuration names the extra trust (a path, not a secret).
     const config = await e.rest().call('GET', '/svc/config', { token: admin });
-    expect(config.json()).toMatchObject({ forward_ca_file: join(d.workDir, 'ssl', 'ca.pem') });
+    expect(config.json()).toMatchObject({ REST: { ForwardCaFile: join(d.workDir, 'ssl', 'ca.pem') } });
   });
 
   it('a target that accepts but never completes TLS gives 504 target_timeout after the connect timeout', async () => {

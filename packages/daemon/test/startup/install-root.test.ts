@@ -119,7 +119,9 @@ describe('install root and SVC_HOME', () => {
 
   it.each([
     ['SVC_REGISTRY_URL', { SVC_REGISTRY_URL: 'http://127.0.0.1:1' }, undefined],
-    ['registry_url in config.yaml', {}, 'registry_url: http://127.0.0.1:1\n'],
+    // The earlier flat key is read as Registry.Url.
+    ['Registry.Url in config.yaml', {}, 'registry_url: http://127.0.0.1:1\n'],
+    ['Registry.Url in config.yaml', {}, 'Registry:\n  Url: http://127.0.0.1:1\n'],
   ])('refuses to start when %s is set (no cluster mode yet)', async (what, env, configYaml) => {
     const home = await mkdtemp(join(tmpdir(), 'svc-registry-'));
     homes.push(home);

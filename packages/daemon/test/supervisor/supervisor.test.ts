@@ -165,7 +165,15 @@ describe('exit behaviors', () => {
     f = await fixture();
     const started = await f.sup.register({ name: 'gone', command: 'sleep 60' }, 'a');
     const pid = started['pid'] as number;
+    // A long poll waiting on the output (an HTTP run-wait) gets the removal, never the kill's code.
+    const polling = f.sup
+      .readOutput('gone', query({ processUuid: started['process_uuid'] as string, timeoutMs: 30_000 }))
+      .then(
+        (chunk) => chunk,
+        (error: unknown) => error,
+      );
     await f.sup.remove('gone');
+    expect(await polling).toMatchObject({ code: 'app_not_found' });
     // The process the delete stops gets no EXIT: a waiter sees "app removed" (REMOVED) alone.
     expect(eventsOf(f, 'gone').map((e) => e.type)).toEqual(['START', 'REMOVED']);
     expect(alive(pid)).toBe(false);
@@ -173,6 +181,25 @@ describe('exit behaviors', () => {
     expect(f.sup.get('gone')).toBeUndefined();
     await expect(f.sup.remove('gone')).rejects.toMatchObject({ code: 'app_not_found' });
     await expect(f.sup.readOutput('gone', query())).rejects.toBeInstanceOf(SvcError);
+  });
+});
+
+describe('replace with the view echoed back', () => {
+  it('treats the echoed pid of its own spawned process as a runtime field: the new command runs', async () => {
+    f = await fixture();
+    await f.sup.register({ name: 'echo-back', command: 'sleep 600' }, 'a');
+    const view = await waitFor(
+      () => {
+        const v = f.sup.get('echo-back');
+        return typeof v?.['pid'] === 'number' ? v : undefined;
+      },
+      { what: 'echo-back running' },
+    );
+    const replaced = await f.sup.register({ ...view, command: 'sleep 601' }, 'a');
+    expect(replaced['pid']).not.toBe(view['pid']);
+    expect(replaced['command']).toBe('sleep 601');
+    expect(alive(view['pid'] as number)).toBe(false);
+    expect(readFileSync(join(f.dir, 'work/apps/echo-back.yaml'), 'utf8')).not.toMatch(/^pid:/m);
   });
 });
 

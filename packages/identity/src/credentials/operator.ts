@@ -82,13 +82,23 @@ async function readYamlMap(file: string): Promise<Record<string, unknown>> {
   }
 }
 
-/** SVC_AUTH_MODE, else `auth_mode` of work/config/config.yaml, else of config/config.yaml, else builtin. */
+/** `Auth.Mode` of a sectioned configuration document, else the earlier flat `auth_mode`. */
+function authModeOf(document: Record<string, unknown>): unknown {
+  const section = document['Auth'];
+  const sectioned =
+    typeof section === 'object' && section !== null
+      ? (section as Record<string, unknown>)['Mode']
+      : undefined;
+  return sectioned ?? document['auth_mode'];
+}
+
+/** SVC_AUTH_MODE, else `Auth.Mode` of work/config/config.yaml, else of config/config.yaml, else builtin. */
 export async function authMode(home: string, env: NodeJS.ProcessEnv): Promise<AuthMode> {
   let mode = env['SVC_AUTH_MODE'];
   if (mode === undefined || mode === '') {
     const override = await readYamlMap(join(home, 'work', 'config', 'config.yaml'));
     const base = await readYamlMap(join(home, 'config', 'config.yaml'));
-    const value = override['auth_mode'] ?? base['auth_mode'];
+    const value = authModeOf(override) ?? authModeOf(base);
     mode = typeof value === 'string' ? value : 'builtin';
   }
   if (mode !== 'builtin' && mode !== 'external')

@@ -3,6 +3,7 @@ import { PERMISSIONS, SvcError, isPermission, type Permission } from '@svc/proto
 import { EXECUTION_USER_PATTERN } from '../../auth/policy-store.ts';
 import { lookupOsUser } from '../../util/os-user.ts';
 import { json, parseJsonBody } from '../responses.ts';
+import type { Principal } from '../../auth/principal.ts';
 import type { Services } from '../services.ts';
 import type { Operation } from '../types.ts';
 
@@ -42,7 +43,10 @@ function parsePrincipalChange(body: unknown): { roles?: string[]; executionUser?
   if (user === null || user === '') change.executionUser = null;
   else if (user !== undefined) {
     if (typeof user !== 'string' || !EXECUTION_USER_PATTERN.test(user))
-      throw new SvcError('bad_request', 'execution_user: not an OS user name (^[A-Za-z_][A-Za-z0-9_.-]{0,31}$)');
+      throw new SvcError(
+        'bad_request',
+        'execution_user: not an OS user name (^[A-Za-z_][A-Za-z0-9_.-]{0,31}$)',
+      );
     if (lookupOsUser(user) === undefined)
       throw new SvcError('bad_request', `execution_user: no OS user ${user} on this host`);
     change.executionUser = user;
@@ -64,22 +68,51 @@ function parseRoles(body: unknown): string[] {
   });
 }
 
+/**
+ * The caller's principal as GET /svc/principal/self shows it. `execution_user` is the OS user its
+ * applications and runs execute as; null means the daemon's own user (no per-principal user and
+ * no BaseConfig.DefaultExecUser).
+ */
+function selfView(p: Principal): Record<string, unknown> {
+  return {
+    principal_id: p.id,
+    roles: p.roles,
+    permissions: [...p.permissions].sort(),
+    status: p.status,
+    execution_user: p.executionUser ?? null,
+    expires_at: p.expiresAt,
+  };
+}
+
 export const authzOperations: Operation<Services>[] = [
   {
     id: 'getSelf',
     method: 'GET',
+    path: '/svc/principal/self',
+    access: { kind: 'authenticated' },
+    summary: "The caller's principal: principal_id, roles, permissions, status, execution_user",
+    async handle(context) {
+      return json(selfView(context.principal!));
+    },
+  },
+  {
+    id: 'getSelfAlias',
+    method: 'GET',
     path: '/svc/self',
     access: { kind: 'authenticated' },
-    summary: "The caller's principal: id, roles, permissions, status",
+    summary: 'Alias of GET /svc/principal/self',
     async handle(context) {
-      const p = context.principal!;
-      return json({
-        principal_id: p.id,
-        roles: p.roles,
-        permissions: [...p.permissions].sort(),
-        status: p.status,
-        expires_at: p.expiresAt,
-      });
+      return json(selfView(context.principal!));
+    },
+  },
+  {
+    id: 'getSelfPermissions',
+    method: 'GET',
+    path: '/svc/principal/self/permissions',
+    access: { kind: 'authenticated' },
+    summary: "The caller's effective permissions (an array, sorted)",
+    async handle(context) {
+      return json([...context.principal!.permissions].sort());
     },
   },
   {
@@ -130,10 +163,20 @@ export const authzOperations: Operation<Services>[] = [
     id: 'listPrincipals',
     method: 'GET',
     path: '/svc/principals',
-    access: { kind: 'permission', permission: 'principal-view' },
-    summary: 'Authorization records',
+    access: { kind: 'permission', permission: 'principal-list' },
+    summary:
+      'Authorization records: an object keyed by principal id, {principal_id, roles, status, execution_user when set} each',
     async handle(context) {
-      return json(context.services.policy.listPrincipals());
+      // execution_user only where the record has one (the App Mesh 3.0 record's optional field).
+      const records: Record<string, Record<string, unknown>> = {};
+      for (const { id, roles, status, execution_user } of context.services.policy.listPrincipals())
+        records[id] = {
+          principal_id: id,
+          roles,
+          status,
+          ...(execution_user === undefined ? {} : { execution_user }),
+        };
+      return json(records);
     },
   },
   {
@@ -141,7 +184,8 @@ export const authzOperations: Operation<Services>[] = [
     method: 'POST',
     path: '/svc/principal/{id}',
     access: { kind: 'permission', permission: 'principal-set' },
-    summary: 'Set the roles and/or the execution_user (OS user its apps, runs and file transfers run as) of a principal',
+    summary:
+      'Set the roles and/or the execution_user (OS user its apps, runs and file transfers run as) of a principal',
     jsonBody: true,
     async handle(context) {
       const id = context.params['id']!;

@@ -45,7 +45,7 @@ export const hostOperations: Operation<Services>[] = [
     method: 'GET',
     path: '/svc/config',
     access: { kind: 'permission', permission: 'config-view' },
-    summary: 'Effective daemon configuration',
+    summary: 'The configuration the daemon runs with: sections BaseConfig, REST, Auth, Registry, Labels',
     async handle(context) {
       return json(context.services.hostConfig.view());
     },
@@ -55,10 +55,16 @@ export const hostOperations: Operation<Services>[] = [
     method: 'POST',
     path: '/svc/config',
     access: { kind: 'permission', permission: 'config-set' },
-    summary: 'Merge a partial configuration; returns the whole',
+    summary:
+      'Merge a partial sectioned configuration; returns the whole plus restart_required (accepted keys that apply at the next start)',
     jsonBody: true,
     async handle(context) {
-      return json(await context.services.hostConfig.update(parseJsonBody(context.request.body)));
+      const result = await context.services.hostConfig.update(parseJsonBody(context.request.body));
+      context.services.logger.info('configuration changed', {
+        principal: context.principal!.id,
+        restart_required: result.restart_required,
+      });
+      return json(result);
     },
   },
   {

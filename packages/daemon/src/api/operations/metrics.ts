@@ -1,7 +1,7 @@
-// GET /svc/metrics: svcd's Prometheus text, read by svc-agent's exporter. Not public (it names every
-// application); its one credential is the process key of the system application `agent` over a
-// direct loopback connection — the same rule as the worker task RPC — so no bearer role can read it
-// and no network path can (docs/decisions.md "Metrics").
+// GET /svc/metrics: svcd's Prometheus text (App Mesh 3.0's path). Not public (it names every
+// application): a bearer with host-resource-view reads it, and so does svc-agent's exporter with the
+// process key of the system application `agent` over a direct loopback connection — the same rule
+// as the worker task RPC (docs/decisions.md "Metrics").
 import { SvcError } from '@svc/protocol';
 import { authenticateWorker, PROCESS_KEY_HEADER } from '../../tasks/worker-auth.ts';
 import type { Services } from '../services.ts';
@@ -15,19 +15,14 @@ export const metricsOperations: readonly Operation<Services>[] = [
     id: 'getMetrics',
     method: 'GET',
     path: '/svc/metrics',
-    access: { kind: 'process-key' },
+    access: { kind: 'permission', permission: 'host-resource-view', orProcessKeyOf: METRICS_READER_APP },
     summary:
-      "Prometheus text of svcd's metrics; only for svc-agent (its X-Svc-Process-Key, direct loopback); scrape the agent's exporter instead",
+      "Prometheus text of svcd's metrics: host-resource-view, or svc-agent's X-Svc-Process-Key over a direct loopback connection",
     async handle(context) {
       const { request, services } = context;
-      if (request.headers[PROCESS_KEY_HEADER] === undefined)
-        throw new SvcError(
-          'forbidden',
-          "GET /svc/metrics is served to svc-agent only; scrape the agent's Prometheus exporter (SVC_METRICS_PORT)",
-        );
-      authenticateWorker(request, METRICS_READER_APP, (app, key) => services.verifyProcessKey(app, key));
-      if (services.metrics === undefined)
-        throw new SvcError('not_found', 'metrics are off: set SVC_METRICS_PORT to turn on the exporter');
+      if (request.headers[PROCESS_KEY_HEADER] !== undefined)
+        authenticateWorker(request, METRICS_READER_APP, (app, key) => services.verifyProcessKey(app, key));
+      if (services.metrics === undefined) throw new SvcError('not_found', 'metrics are not collected');
       const { contentType, text } = await services.metrics.render();
       return { status: 200, headers: {}, contentType, body: new TextEncoder().encode(text) };
     },

@@ -16,11 +16,13 @@ function runInput(context: OperationContext<Services>): {
   if (typeof input !== 'object' || input === null || Array.isArray(input))
     throw new SvcError('invalid_app', 'the run definition must be a JSON object');
   const record = input as Record<string, unknown>;
-  // `{name}` without a command runs a copy of an existing app: the caller needs access to it.
+  // `{name}` without a command runs a copy of an existing app. Its output is the original's output
+  // (environment and secret_env included), so the caller needs the rights of reading that output:
+  // app-output-view on an app it owns or that was shared with it, or with app-manage-all.
   if (record['command'] === undefined) {
     if (typeof record['name'] !== 'string')
       throw new SvcError('invalid_app', 'name: required when no command is given');
-    requireAppPermission(context, record['name'], 'app-view');
+    requireAppPermission(context, record['name'], 'app-output-view');
   }
   // A new command without a name runs as "run-<id>".
   const named =
