@@ -447,11 +447,7 @@ export class PolicyStore {
     );
   }
 
-  #principal(
-    id: string,
-    record: StoredRecord,
-    expiresAt: number,
-  ): Principal {
+  #principal(id: string, record: StoredRecord, expiresAt: number): Principal {
     return {
       id,
       roles: record.roles,

@@ -26,7 +26,11 @@ const cache = new Map<string, { at: number; identity: OsIdentity | undefined }>(
 
 function run(file: string, args: string[]): string | undefined {
   try {
-    return execFileSync(file, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], timeout: 5_000 });
+    return execFileSync(file, args, {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+      timeout: 5_000,
+    });
   } catch {
     return undefined; // getent exits 2 for an unknown name
   }
@@ -71,7 +75,9 @@ export function argvAs(identity: OsIdentity, file: string, args: readonly string
     throw new Error(`svcd does not run as root, so it cannot run processes as ${identity.user}`);
   const setpriv = SETPRIV.find((path) => existsSync(path));
   if (setpriv === undefined)
-    throw new Error(`setpriv (util-linux) is not installed, so svcd cannot run processes as ${identity.user}`);
+    throw new Error(
+      `setpriv (util-linux) is not installed, so svcd cannot run processes as ${identity.user}`,
+    );
   return [
     setpriv,
     [
