@@ -18,10 +18,14 @@ describe('spec/ and docs/reference.md are generated from the sources', async () 
   });
 
   it('spec/ holds no JSON file that the generator does not write', () => {
+    // Hand-written JSON, each with the test that keeps it true.
+    const handWritten = new Set([
+      'spec/testkit.schema.json', // the line svc-testkit prints: packages/testkit/test/serve.test.ts
+    ]);
     const stray = readdirSync(`${REPO_ROOT}spec`)
       .filter((name) => name.endsWith('.json'))
       .map((name) => `spec/${name}`)
-      .filter((path) => !generated.has(path));
+      .filter((path) => !generated.has(path) && !handWritten.has(path));
     expect(stray, 'remove these or generate them from gen-spec.ts').toEqual([]);
   });
 });

@@ -11,7 +11,7 @@ import { request as httpsRequest } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import * as oidc from 'openid-client';
 import { CliError, EXIT } from './errors.ts';
-import type { Api } from './rest.ts';
+import type { Api } from './api.ts';
 import { jwtExpiry, readSession, writeSession, type Session } from './session.ts';
 import type { Ui } from './ui.ts';
 

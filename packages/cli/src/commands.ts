@@ -5,7 +5,7 @@ import { ApiError, CliError, EXIT } from './errors.ts';
 import { cell, outputFormat, relative, shellQuote, structured, table } from './format.ts';
 import type { Credentials } from './auth.ts';
 import { EventsUnavailable, followEvents } from './follow.ts';
-import type { Api } from './rest.ts';
+import type { Api } from './api.ts';
 import { readStdin, type Ui } from './ui.ts';
 
 export type Values = Record<string, string | boolean | string[] | undefined>;

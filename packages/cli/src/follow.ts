@@ -6,7 +6,7 @@
 import { connectWss, SvcClient, type SubscriptionEvent } from '@svc/client';
 import { accessToken, type Credentials } from './auth.ts';
 import { CliError, EXIT } from './errors.ts';
-import type { Api } from './rest.ts';
+import type { Api } from './api.ts';
 import type { Ui } from './ui.ts';
 
 export interface FollowOptions {

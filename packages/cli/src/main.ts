@@ -9,7 +9,7 @@ import { completion } from './completion.ts';
 import { stopDaemon } from './daemon-control.ts';
 import { CliError, EXIT } from './errors.ts';
 import { relative, structured } from './format.ts';
-import { Api } from './rest.ts';
+import { Api } from './api.ts';
 import { readSession, removeSession, sessionPath, type Session } from './session.ts';
 import { promptLine, promptSecret, readStdin, Ui } from './ui.ts';
 

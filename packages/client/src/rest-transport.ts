@@ -1,4 +1,6 @@
-// HTTPS REST transport for Node: node:https with a custom CA (the daemon's generated CA).
+// HTTPS REST transport for Node: node:https with a custom CA (the daemon's generated CA). A plain
+// `http://` base URL (a loopback gateway or test server) is sent with node:http.
+import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { Agent, request as httpsRequest } from 'node:https';
 import { abortErrorOf } from './abort.ts';
 import { TransportDisconnectedError } from './errors.ts';
@@ -16,19 +18,23 @@ export interface RestTransportOptions {
 export class RestTransport implements Transport {
   readonly kind = 'rest' as const;
   readonly #base: URL;
-  readonly #agent: Agent;
+  readonly #agent: Agent | HttpAgent;
   readonly #maxBodyBytes: number;
 
   constructor(options: RestTransportOptions) {
     this.#base = new URL(options.baseUrl);
-    this.#agent = new Agent({ keepAlive: true, ...(options.ca === undefined ? {} : { ca: options.ca }) });
+    this.#agent =
+      this.#base.protocol === 'http:'
+        ? new HttpAgent({ keepAlive: true })
+        : new Agent({ keepAlive: true, ...(options.ca === undefined ? {} : { ca: options.ca }) });
     this.#maxBodyBytes = options.maxBodyBytes ?? 1024 * 1024 * 1024;
   }
 
   call(call: WireCall): Promise<WireResult> {
     const body = call.body ?? new Uint8Array(0);
     return new Promise<WireResult>((resolve, reject) => {
-      const req = httpsRequest(
+      const send = this.#base.protocol === 'http:' ? httpRequest : httpsRequest;
+      const req = send(
         {
           host: this.#base.hostname,
           port: this.#base.port,

@@ -54,6 +54,13 @@ const CASES = collected.stdout
   .map((line) => line.trim())
   .filter((line) => line.startsWith('test_') && line.includes('::'));
 
+/**
+ * Cases that fail for a known, not yet closed part of an issue: case id -> the issue part that
+ * closes it (e.g. `'test_sdk_calls.py::test_metrics[https]': 'issue 11 §1 /svc/metrics'`). Empty:
+ * every case must pass. Never a silent skip: such a case still runs and is reported with its reason.
+ */
+const KNOWN_GAPS: Readonly<Record<string, string>> = {};
+
 interface CaseResult {
   outcome: 'passed' | 'failed' | 'skipped';
   message: string;
@@ -113,10 +120,16 @@ describe('App Mesh 3.0 Python SDK (renamed to svc) against a real svcd', () => {
     expect(CASES.length).toBeGreaterThan(40);
   });
 
-  it.each(CASES)('%s', (id) => {
+  const check = (id: string): void => {
     const result = results.get(id);
     if (result === undefined)
       throw new Error(`pytest reported nothing for ${id}:\n${pytestOutput.slice(-4000)}`);
     if (result.outcome !== 'passed') throw new Error(`${result.outcome}: ${result.message}`);
-  });
+  };
+  for (const id of CASES) {
+    const gap = KNOWN_GAPS[id];
+    // A known gap is expected to fail, visibly and with its reason; once it passes, this fails.
+    if (gap === undefined) it(id, () => check(id));
+    else it.fails(`${id} (known gap: ${gap})`, () => check(id));
+  }
 });

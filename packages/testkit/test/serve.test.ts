@@ -125,6 +125,22 @@ describe('svc-testkit serve --json', () => {
     expect(existsSync(info.home)).toBe(false);
   });
 
+  it('--agent also runs svc-agent and names its URL; the agent goes with everything else', async () => {
+    const served = await serve(['--agent']);
+    const { info } = served;
+    expect(() => z.fromJSONSchema(SCHEMA).parse(info)).not.toThrow();
+    const agentUrl = info['agent'] as string;
+    expect(agentUrl).toBe(`https://127.0.0.1:${(info['ports'] as { agent: number }).agent}`);
+    const agent = restClient(agentUrl, readFileSync(info.ca, 'utf8'));
+    const self = await agent.call('GET', '/svc/self', { token: info.tokens['svc-viewer'] });
+    expect(self.status).toBe(200);
+    served.child.stdin.end();
+    expect(await served.exited).toBe(0);
+    // With the right CA and token, only a gone agent can make this call fail.
+    await expect(agent.call('GET', '/svc/self', { token: info.tokens['svc-viewer'] })).rejects.toThrow();
+    expect(existsSync(info.home)).toBe(false);
+  });
+
   it('stops and cleans up on SIGTERM as well', async () => {
     const served = await serve(['--token-ttl', '600']);
     expect(served.info['tokens_expire_at']).toBeLessThanOrEqual(Math.floor(Date.now() / 1000) + 600);
