@@ -11,6 +11,7 @@ import {
   ERROR_CODES,
   EVENT_REQUEST_URI,
   EVENT_TYPES,
+  PERMISSION_DESCRIPTIONS,
   PERMISSIONS,
 } from '@svc/protocol';
 import { buildWireVectors } from '@svc/protocol/wire-vectors';
@@ -91,9 +92,10 @@ export function buildReferenceSections(): Map<string, string> {
   );
   const roleNames = Object.keys(BUILTIN_ROLES) as (keyof typeof BUILTIN_ROLES)[];
   const permissions = table(
-    ['Permission', ...roleNames.map((r) => `\`${r}\``)],
+    ['Permission', 'Meaning', ...roleNames.map((r) => `\`${r}\``)],
     PERMISSIONS.map((p) => [
       `\`${p}\``,
+      PERMISSION_DESCRIPTIONS[p],
       ...roleNames.map((r) => ((BUILTIN_ROLES[r] as readonly string[]).includes(p) ? 'yes' : '')),
     ]),
   );

@@ -15,6 +15,7 @@ import { createDispatcher, type Authenticator } from './api/dispatcher.ts';
 import { createPreflight, type Preflight } from './api/preflight.ts';
 import { operations } from './api/operations/index.ts';
 import { Router } from './api/router.ts';
+import { STREAMED_UPLOAD_PATHS } from './api/operations/files.ts';
 import type { Services } from './api/services.ts';
 import type { ApiRequest, ApiResponse } from './api/types.ts';
 import { METRICS_READER_APP as AGENT_APP, type AccessResolver } from './auth/access-rules.ts';
@@ -32,6 +33,7 @@ import { createLogger, type Logger } from './log/logger.ts';
 import type { ConnectionKind } from './metrics/daemon-metrics.ts';
 import { loadOrCreateMasterKey } from './model/secret-crypter.ts';
 import { createSupervisor } from './supervisor/supervisor.ts';
+import { effectiveExecutionUser, type ExecUserSettings } from './auth/execution-user.ts';
 import { linkTasksToSupervisor } from './tasks/supervisor-link.ts';
 import { TaskQueues } from './tasks/task-queues.ts';
 import { loadTlsMaterial } from './tls/certificates.ts';
@@ -125,11 +127,25 @@ export async function startDaemon(
   // the agent's exporter when SVC_METRICS_PORT turns that on. prom-client is a lazy module.
   const metrics = new (await import('./metrics/daemon-metrics.ts')).DaemonMetrics();
 
+  // The one accessor of BaseConfig.DefaultExecUser / DisableExecUser.
+  const execUserSettings = (): ExecUserSettings => ({
+    defaultExecUser: config.defaultExecUser,
+    disableExecUser: config.disableExecUser,
+  });
+  const executionUserOf = (principalId: string | undefined): string | undefined =>
+    principalId === undefined
+      ? undefined
+      : effectiveExecutionUser(policy.getPrincipal(principalId)?.execution_user, execUserSettings());
+
   let restBaseUrl = '';
   const auth: Authenticator = {
     async authenticate(token) {
       const verified = await verifier.verify(token);
-      return policy.resolve(verified.principalId, verified.expiresAt);
+      const principal = await policy.resolve(verified.principalId, verified.expiresAt);
+      return {
+        ...principal,
+        executionUser: effectiveExecutionUser(principal.executionUser, execUserSettings()),
+      };
     },
     // Through svc-agent the metadata URL names the agent's address (the one the client can reach).
     challenge: (description, headers) =>
@@ -160,6 +176,7 @@ export async function startDaemon(
     guard,
     logger,
     checkAgentKey,
+    streamsBody: (method, path) => method === 'POST' && STREAMED_UPLOAD_PATHS.has(path),
   });
   // Set once the supervisor is up (below); until then frames still meet the dispatcher's check.
   const upgradeTarget: { check?: (header: string) => void } = {};
@@ -199,6 +216,7 @@ export async function startDaemon(
     crypter,
     daemonUrl: restBaseUrl,
     logger: logger.child({ component: 'supervisor' }),
+    executionUserOf,
     stopGraceMs: config.stopGraceMs,
     healthIntervalMs: config.scheduleIntervalSeconds * 1000,
     outputMaxBytes: config.outputMaxBytes,

@@ -5,6 +5,7 @@
 // for other languages, and test/api/schemas.test.ts keeps its field list equal to the model's.
 import { ERROR_CODES, PERMISSIONS, type Permission } from '@svc/protocol';
 import * as z from 'zod';
+import { EXECUTION_USER_PATTERN } from '../auth/policy-store.ts';
 import { EXIT_ACTIONS } from '../model/app-definition.ts';
 
 const NAME = '^[A-Za-z0-9_.-]{1,128}$';
@@ -151,7 +152,12 @@ export const Self = z
   .meta({ id: 'Self' });
 
 export const Principal = z
-  .object({ principal_id: z.string(), roles: z.array(z.string()), status: z.enum(['active', 'tombstoned']) })
+  .object({
+    principal_id: z.string(),
+    roles: z.array(z.string()),
+    status: z.enum(['active', 'tombstoned']),
+    execution_user: z.string().optional(),
+  })
   .meta({ id: 'Principal' });
 
 /** GET /svc/principals: an object keyed by principal id. */
@@ -174,9 +180,22 @@ export const RolePermissions = z.union([
   z.object({ permissions: z.array(permissionEnum).max(PERMISSIONS.length * 2) }),
 ]);
 
-export const RoleNames = z.object({
-  roles: z.array(z.string().regex(new RegExp(NAME))).max(64),
-});
+/** POST /svc/principal/{id}: roles and/or execution_user (null or "" removes it). */
+export const PrincipalChange = z
+  .object({
+    roles: z
+      .array(z.string().regex(new RegExp(NAME)))
+      .max(64)
+      .optional(),
+    execution_user: z
+      .union([z.string().regex(EXECUTION_USER_PATTERN), z.literal(''), z.null()])
+      .optional()
+      .meta({ description: 'an OS user of this host; null or "" removes it' }),
+  })
+  .refine((v) => v.roles !== undefined || v.execution_user !== undefined, {
+    error: 'body must set "roles" and/or "execution_user"',
+  })
+  .meta({ id: 'PrincipalChange' });
 
 export const Labels = z.record(z.string(), z.string()).meta({ id: 'Labels' });
 

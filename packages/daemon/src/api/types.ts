@@ -22,6 +22,15 @@ export interface PersistentConnection {
   close(reason: string): void;
   /** The principal pinned at upgrade/first authenticated request (spec: client token contract). */
   principalId: string | undefined;
+  /**
+   * TCP only (App Mesh 3.0's file side channel): the frames that follow, up to an empty one, are
+   * raw bytes written to `target` (ended at the empty frame, destroyed if the connection closes);
+   * later frames wait until `done` settles.
+   */
+  receiveRawFrames?(
+    target: NodeJS.WritableStream & { destroy(error?: Error): void },
+    done?: Promise<unknown>,
+  ): void;
 }
 
 export interface ApiRequest {
@@ -33,6 +42,11 @@ export interface ApiRequest {
   /** Header names lower-cased. */
   readonly headers: Readonly<Record<string, string>>;
   readonly body: Uint8Array;
+  /**
+   * REST only, for operations whose body is streamed (file upload): the request body, not read yet
+   * (`body` is then empty). Undefined on every other request.
+   */
+  readonly bodyStream?: NodeJS.ReadableStream | undefined;
   readonly transport: TransportKind;
   /**
    * Remote address (no port): the socket's, or the client's when svc-agent relayed the request
@@ -49,6 +63,16 @@ export interface ApiResponse {
   /** Content type; `application/json` unless stated. */
   contentType: string;
   body: Uint8Array;
+  /**
+   * REST only (file download): the body as a stream, sent after the headers instead of `body`;
+   * `headers['content-length']` says its length. Operations never return it on TCP or WSS.
+   */
+  stream?: NodeJS.ReadableStream | undefined;
+  /**
+   * TCP only (App Mesh 3.0's file side channel): raw frames written after this response, then an
+   * empty frame.
+   */
+  rawFrames?: AsyncIterable<Uint8Array> | undefined;
 }
 
 /** The access rule of an operation (auth/access-rules.ts); `Access` is its older name. */

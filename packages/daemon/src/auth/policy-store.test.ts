@@ -307,6 +307,48 @@ function dirname(path: string): string {
   return path.slice(0, path.lastIndexOf('/'));
 }
 
+describe('execution_user in principal records', () => {
+  it('reads, keeps and writes execution_user; setPrincipal changes only what it is given', async () => {
+    await writePolicy('principals:\n  alice:\n    roles: [svc-viewer]\n    execution_user: alice_os\n');
+    const store = await PolicyStore.open(file);
+    expect(store.getPrincipal('alice')).toEqual({
+      id: 'alice',
+      roles: ['svc-viewer'],
+      status: 'active',
+      execution_user: 'alice_os',
+    });
+    expect((await store.resolve('alice', 1)).executionUser).toBe('alice_os');
+    await store.setRoles('alice', ['svc-maintenance']);
+    expect(store.getPrincipal('alice')?.execution_user).toBe('alice_os');
+    await store.setPrincipal('alice', { executionUser: 'other' });
+    expect(store.getPrincipal('alice')?.roles).toEqual(['svc-maintenance']);
+    expect((await onDisk()).principals['alice']).toEqual({
+      roles: ['svc-maintenance'],
+      status: 'active',
+      execution_user: 'other',
+    });
+    await store.tombstone('alice');
+    expect(store.getPrincipal('alice')?.execution_user).toBe('other');
+    await store.setPrincipal('alice', { executionUser: null });
+    expect(store.getPrincipal('alice')).toEqual({
+      id: 'alice',
+      roles: ['svc-maintenance'],
+      status: 'active',
+    });
+  });
+
+  it('refuses a malformed execution_user in the file and through setPrincipal', async () => {
+    for (const bad of ['"../x"', '42', '[root]', '"a b"', `"${'x'.repeat(40)}"`]) {
+      await rm(file, { force: true });
+      await writePolicy(`principals:\n  alice:\n    roles: []\n    execution_user: ${bad}\n`);
+      await expect(PolicyStore.open(file), bad).rejects.toBeInstanceOf(PolicyFileError);
+    }
+    await rm(file, { force: true });
+    const store = await PolicyStore.open(file);
+    await expect(store.setPrincipal('bob', { executionUser: '-rf' })).rejects.toBeInstanceOf(SvcError);
+  });
+});
+
 describe('permission names of earlier releases', () => {
   it('reads principal-view as principal-list and drops the cluster-app-* pair', async () => {
     await writePolicy(

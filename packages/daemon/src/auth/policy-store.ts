@@ -1,7 +1,7 @@
 // The authorization policy, `work/auth/policy.yaml` (CONTRACT §8):
 //
 //   principals:
-//     <principal-id>: { roles: [<role>…], status: active|tombstoned }
+//     <principal-id>: { roles: [<role>…], status: active|tombstoned, execution_user?: <os user> }
 //   roles:
 //     <custom-role>: [<permission>…]      # built-in roles (BUILTIN_ROLES) are implicit and fixed
 //
@@ -27,7 +27,18 @@ export interface PrincipalRecord {
   readonly id: string;
   readonly roles: readonly string[];
   readonly status: PrincipalStatus;
+  /** OS user its applications, runs and file transfers execute as (App Mesh 3.0 `execution_user`). */
+  readonly execution_user?: string | undefined;
 }
+
+interface StoredRecord {
+  readonly roles: readonly string[];
+  readonly status: PrincipalStatus;
+  readonly execution_user?: string | undefined;
+}
+
+/** POSIX portable user names (useradd's default rule), at most 32 characters. */
+export const EXECUTION_USER_PATTERN = /^[A-Za-z_][A-Za-z0-9_.-]{0,31}$/;
 
 export interface PolicyStoreOptions {
   /** Principals to create when absent (never overriding or reviving an existing record): id → roles. */
@@ -45,7 +56,7 @@ export class PolicyFileError extends Error {
 }
 
 interface PolicyState {
-  readonly principals: Map<string, { readonly roles: readonly string[]; readonly status: PrincipalStatus }>;
+  readonly principals: Map<string, StoredRecord>;
   /** Custom roles only. */
   readonly roles: Map<string, readonly Permission[]>;
 }
@@ -148,9 +159,15 @@ export function parsePolicy(text: string, file: string): PolicyState {
     if (record !== null && !isPlainMap(record)) fail(where, 'must be a map with "roles" and "status"');
     const fields = (record ?? {}) as Record<string, unknown>;
     for (const key of Object.keys(fields)) {
-      if (key !== 'roles' && key !== 'status')
-        fail(`${where}.${key}`, 'unknown key (expected "roles" or "status")');
+      if (key !== 'roles' && key !== 'status' && key !== 'execution_user')
+        fail(`${where}.${key}`, 'unknown key (expected "roles", "status" or "execution_user")');
     }
+    const executionUser = fields['execution_user'] ?? undefined;
+    if (
+      executionUser !== undefined &&
+      (typeof executionUser !== 'string' || !EXECUTION_USER_PATTERN.test(executionUser))
+    )
+      fail(`${where}.execution_user`, 'must be an OS user name (^[A-Za-z_][A-Za-z0-9_.-]{0,31}$)');
     const status = fields['status'] ?? 'active';
     if (status !== 'active' && status !== 'tombstoned') {
       fail(`${where}.status`, `must be "active" or "tombstoned", not ${JSON.stringify(status)}`);
@@ -167,7 +184,11 @@ export function parsePolicy(text: string, file: string): PolicyState {
       }
       if (!granted.includes(name)) granted.push(name);
     }
-    state.principals.set(id, { roles: granted, status: status as PrincipalStatus });
+    state.principals.set(id, {
+      roles: granted,
+      status: status as PrincipalStatus,
+      ...(executionUser === undefined ? {} : { execution_user: executionUser as string }),
+    });
   }
   return state;
 }
@@ -175,9 +196,11 @@ export function parsePolicy(text: string, file: string): PolicyState {
 function serializePolicy(state: PolicyState): string {
   const byKey = <T>(map: Map<string, T>): [string, T][] =>
     [...map].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  const principals: Record<string, { roles: string[]; status: PrincipalStatus }> = {};
+  const principals: Record<string, { roles: string[]; status: PrincipalStatus; execution_user?: string }> =
+    {};
   for (const [id, record] of byKey(state.principals)) {
     principals[id] = { roles: [...record.roles], status: record.status };
+    if (record.execution_user !== undefined) principals[id].execution_user = record.execution_user;
   }
   const roles: Record<string, Permission[]> = {};
   for (const [name, permissions] of byKey(state.roles)) roles[name] = [...permissions];
@@ -287,31 +310,55 @@ export class PolicyStore {
 
   getPrincipal(id: string): PrincipalRecord | undefined {
     const record = this.#state.principals.get(id);
-    return record === undefined ? undefined : { id, roles: record.roles, status: record.status };
+    return record === undefined ? undefined : { id, ...record };
   }
 
   /** All records, tombstoned included, sorted by id. */
   listPrincipals(): PrincipalRecord[] {
     return [...this.#state.principals]
-      .map(([id, record]) => ({ id, roles: record.roles, status: record.status }))
+      .map(([id, record]) => ({ id, ...record }))
       .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   }
 
   /** Sets the roles of a principal, creating the record if needed; a tombstoned record becomes active again. */
   async setRoles(id: string, roles: readonly string[]): Promise<PrincipalRecord> {
+    return this.setPrincipal(id, { roles });
+  }
+
+  /**
+   * Sets the roles and/or the execution user of a principal, creating the record if needed (a
+   * tombstoned record becomes active again). A field left undefined keeps its value; an
+   * `executionUser` of null removes it (the principal then runs as BaseConfig.DefaultExecUser).
+   */
+  async setPrincipal(
+    id: string,
+    change: { roles?: readonly string[]; executionUser?: string | null },
+  ): Promise<PrincipalRecord> {
     checkPrincipalId(id);
-    if (!Array.isArray(roles) || roles.some((r) => typeof r !== 'string')) {
+    const { roles, executionUser } = change;
+    if (roles !== undefined && (!Array.isArray(roles) || roles.some((r) => typeof r !== 'string'))) {
       throw badRequest('roles must be an array of role names');
     }
-    const unique: string[] = [...new Set<string>(roles)];
+    if (typeof executionUser === 'string' && !EXECUTION_USER_PATTERN.test(executionUser))
+      throw badRequest('execution_user must be an OS user name (^[A-Za-z_][A-Za-z0-9_.-]{0,31}$)');
+    let result: PrincipalRecord = { id, roles: [], status: 'active' };
     await this.#mutate((draft) => {
+      const before = draft.principals.get(id);
+      const unique: string[] = roles === undefined ? [...(before?.roles ?? [])] : [...new Set<string>(roles)];
       const unknown = unique.filter((role) => !roleExists(draft, role));
       if (unknown.length > 0)
         throw badRequest(`unknown role ${unknown.map((r) => JSON.stringify(r)).join(', ')}`);
-      draft.principals.set(id, { roles: unique, status: 'active' });
+      const user = executionUser === undefined ? before?.execution_user : (executionUser ?? undefined);
+      const record: StoredRecord = {
+        roles: unique,
+        status: 'active',
+        ...(user === undefined ? {} : { execution_user: user }),
+      };
+      draft.principals.set(id, record);
+      result = { id, ...record };
       return true;
     });
-    return { id, roles: unique, status: 'active' };
+    return result;
   }
 
   /** Marks a principal deleted, keeping the record (and its roles) for audit. Idempotent. */
@@ -324,9 +371,9 @@ export class PolicyStore {
     await this.#mutate((draft) => {
       const record = draft.principals.get(id) ?? held;
       if (record === undefined) throw new SvcError('not_found', `no principal ${JSON.stringify(id)}`);
-      result = { id, roles: record.roles, status: 'tombstoned' };
+      result = { id, ...record, status: 'tombstoned' };
       if (record.status === 'tombstoned') return false;
-      draft.principals.set(id, { roles: record.roles, status: 'tombstoned' });
+      draft.principals.set(id, { ...record, status: 'tombstoned' });
       return true;
     });
     return result as PrincipalRecord;
@@ -400,17 +447,14 @@ export class PolicyStore {
     );
   }
 
-  #principal(
-    id: string,
-    record: { readonly roles: readonly string[]; readonly status: PrincipalStatus },
-    expiresAt: number,
-  ): Principal {
+  #principal(id: string, record: StoredRecord, expiresAt: number): Principal {
     return {
       id,
       roles: record.roles,
       status: record.status,
       permissions: record.status === 'active' ? this.permissionsOf(record.roles) : EMPTY_PERMISSIONS,
       expiresAt,
+      executionUser: record.execution_user,
     };
   }
 

@@ -82,6 +82,10 @@ export const configSchema = z
         LogLevel: logLevel,
         DefaultExecUser: z.string().regex(USER_NAME, { error: 'not a user name' }).or(z.literal('')),
         DisableExecUser: z.boolean(),
+        /** Directories /svc/file/upload and /download may reach (absolute; empty = no allow-list). */
+        FileTransferRoots: z
+          .array(z.string().max(4096).regex(/^\//, { error: 'not an absolute path' }))
+          .max(256),
         ScheduleIntervalSeconds: z.number().int().min(1).max(3600),
         PosixTimezone: timeZone.or(z.literal('')),
         StopGraceSeconds: z.number().min(0).max(3600),

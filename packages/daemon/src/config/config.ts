@@ -75,6 +75,8 @@ export interface DaemonConfig {
   defaultExecUser: string | undefined;
   /** BaseConfig.DisableExecUser: run everything as the daemon's user, ignoring execution users. */
   disableExecUser: boolean;
+  /** BaseConfig.FileTransferRoots: allow-list of file transfers (files/file-policy.ts); empty = none. */
+  fileTransferRoots: string[];
   /** BaseConfig.ScheduleIntervalSeconds: the health-check tick of the supervisor (read at start). */
   scheduleIntervalSeconds: number;
   /** BaseConfig.PosixTimezone: the daemon's TZ (schedules, daily windows); undefined = the host's. */
@@ -257,6 +259,7 @@ export async function loadConfig(env: NodeJS.ProcessEnv = process.env): Promise<
     description: b.Description ?? '',
     defaultExecUser: b.DefaultExecUser || undefined,
     disableExecUser: b.DisableExecUser ?? false,
+    fileTransferRoots: b.FileTransferRoots ?? [],
     scheduleIntervalSeconds: b.ScheduleIntervalSeconds ?? DEFAULT_SCHEDULE_INTERVAL_SECONDS,
     timezone: b.PosixTimezone || undefined,
     tls: tlsOf(home, r.SSL),

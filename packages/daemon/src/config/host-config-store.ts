@@ -30,6 +30,8 @@ export const LIVE_KEYS: ReadonlySet<string> = new Set([
   // Read by the process spawner at each start of a process (execution users).
   'BaseConfig.DefaultExecUser',
   'BaseConfig.DisableExecUser',
+  // Read by /svc/file/* at each request.
+  'BaseConfig.FileTransferRoots',
   // process.env.TZ: Node re-reads it, so the next schedule computation uses the new zone.
   'BaseConfig.PosixTimezone',
   'REST.ForwardTargets',
@@ -98,6 +100,7 @@ export class HostConfigStore {
         LogLevel: c.logLevel.toUpperCase() as ConfigLogLevel,
         DefaultExecUser: c.defaultExecUser ?? '',
         DisableExecUser: c.disableExecUser,
+        FileTransferRoots: c.fileTransferRoots,
         ScheduleIntervalSeconds: c.scheduleIntervalSeconds,
         PosixTimezone: c.timezone ?? '',
         StopGraceSeconds: c.stopGraceMs / 1000,
@@ -228,6 +231,7 @@ export class HostConfigStore {
     }
     if (base.DefaultExecUser !== undefined) c.defaultExecUser = base.DefaultExecUser || undefined;
     if (base.DisableExecUser !== undefined) c.disableExecUser = base.DisableExecUser;
+    if (base.FileTransferRoots !== undefined) c.fileTransferRoots = base.FileTransferRoots;
     if (base.PosixTimezone !== undefined) {
       c.timezone = base.PosixTimezone || undefined;
       applyTimezone(base.PosixTimezone);

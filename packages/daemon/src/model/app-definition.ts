@@ -135,8 +135,8 @@ export const SECRET_MASK = '******';
  * back on PUT; they are ignored.
  */
 export const RUNTIME_FIELDS: readonly string[] = [
-  'pid_user',
   'process_uuid',
+  'pid_user',
   'return_code',
   'health',
   'memory',

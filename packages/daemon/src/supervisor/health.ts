@@ -4,18 +4,26 @@
 // One shared timer for all tracked apps (not one per app); a check still running when the next
 // tick comes is not started twice. Apps without a command use liveness (lifecycle.ts).
 import { spawn } from 'node:child_process';
+import { argvAs, defaultCwd, type OsIdentity } from '../util/os-user.ts';
 
 export interface HealthTarget {
   readonly name: string;
   readonly command: string | undefined;
   readonly cwd: string | undefined;
   readonly env: Record<string, string>;
+  /** The app's execution user: the check runs as it too. */
+  readonly user?: OsIdentity | undefined;
   report(health: 0 | 1): void;
 }
 
 export function runHealthCommand(
   command: string,
-  options: { cwd: string | undefined; env: Record<string, string>; timeoutMs: number },
+  options: {
+    cwd: string | undefined;
+    env: Record<string, string>;
+    timeoutMs: number;
+    user?: OsIdentity | undefined;
+  },
 ): Promise<0 | 1> {
   return new Promise((resolve) => {
     let settled = false;
@@ -29,8 +37,12 @@ export function runHealthCommand(
     try {
       // Its own process group, so that the timeout kills everything the command started (a
       // `sleep` under `sh -c` would otherwise outlive the shell and pile up).
-      child = spawn('/bin/sh', ['-c', command], {
-        cwd: options.cwd,
+      const [file, args] =
+        options.user === undefined
+          ? ['/bin/sh', ['-c', command]]
+          : argvAs(options.user, '/bin/sh', ['-c', command]);
+      child = spawn(file, args, {
+        cwd: options.cwd ?? (options.user === undefined ? undefined : defaultCwd(options.user)),
         env: options.env,
         detached: true,
         stdio: 'ignore',
@@ -109,6 +121,7 @@ export class HealthChecker {
     void runHealthCommand(target.command, {
       cwd: target.cwd,
       env: target.env,
+      user: target.user,
       timeoutMs: this.#timeoutMs,
     }).then((health) => {
       this.#running.delete(target.name);

@@ -38,6 +38,7 @@
 //
 // Concerns that react to transitions (health checks, cgroups, snapshot, events) plug in as hooks.
 import { randomUUID } from 'node:crypto';
+import type { OsIdentity } from '../util/os-user.ts';
 import type { AppDefinition } from '../model/app-definition.ts';
 import type { ExitInfo, ProcessRunner } from './process-runner.ts';
 import { decideExitAction, INITIAL_CRASH_STATE, nextBackoff } from './restart-policy.ts';
@@ -74,6 +75,14 @@ export interface Clock {
   clearTimeout(handle: unknown): void;
 }
 
+/** What the host prepares for a spawn: env (with the injected SVC_* variables), output fd, OS user. */
+export interface PreparedSpawn {
+  env: Record<string, string>;
+  outputFd: number;
+  /** The execution user; undefined = the daemon's own user. */
+  user?: OsIdentity | undefined;
+}
+
 export interface RunningProcess {
   pid: number;
   processUuid: string;
@@ -86,6 +95,8 @@ export interface RunningProcess {
   external?: boolean;
   /** Signal the pid alone on stop: an external process that does not lead its process group. */
   signalPidOnly?: boolean;
+  /** OS user name the process runs as (`pid_user`), when svc started it. */
+  user?: string;
 }
 
 export interface Transient {
@@ -101,7 +112,7 @@ export interface LifecycleHost {
   readonly stopGraceMs: number;
   emit(event: SupervisorEvent): void;
   /** Build the spawn request pieces: env (with the injected SVC_* variables) and the output fd. */
-  prepareSpawn(app: AppLifecycle, processUuid: string): { env: Record<string, string>; outputFd: number };
+  prepareSpawn(app: AppLifecycle, processUuid: string): PreparedSpawn;
   /** Called right after a process was spawned (cgroups, snapshot, health tracking). */
   started(app: AppLifecycle, process: RunningProcess): void;
   /** Called after an exit was recorded and EXIT was published. */
@@ -237,7 +248,7 @@ export class AppLifecycle {
     this.runtime.uuids = [processUuid, ...this.runtime.uuids].slice(0, KEPT_UUIDS);
     this.runtime.starts++;
     this.runtime.lastStartAt = now;
-    let prepared: { env: Record<string, string>; outputFd: number };
+    let prepared: PreparedSpawn;
     try {
       prepared = host.prepareSpawn(this, processUuid);
     } catch (error) {
@@ -262,6 +273,7 @@ export class AppLifecycle {
             ? metadata
             : JSON.stringify(metadata),
       outputFd: prepared.outputFd,
+      user: prepared.user,
     });
     const process: RunningProcess = {
       pid: spawned.pid,
@@ -269,6 +281,7 @@ export class AppLifecycle {
       startedAt: now,
       startTicks: 0,
       adopted: false,
+      ...(prepared.user === undefined ? {} : { user: prepared.user.user }),
     };
     if (spawned.pid > 0) {
       this.process = process;

@@ -12,6 +12,7 @@
 //   `spawnError` set and a shell-like exit code (127 not found, 126 not executable, 1 otherwise).
 import { spawn } from 'node:child_process';
 import { constants } from 'node:os';
+import { argvAs, defaultCwd, type OsIdentity } from '../util/os-user.ts';
 
 export interface SpawnRequest {
   command: string;
@@ -26,6 +27,11 @@ export interface SpawnRequest {
   stdin: string | undefined;
   /** File descriptor used for both stdout and stderr. The caller closes it after spawn returns. */
   outputFd: number;
+  /**
+   * Run as this OS user (uid, gid, supplementary groups; the caller puts HOME/USER in `env`);
+   * undefined = the daemon's user. Without `cwd` the child starts in the user's home.
+   */
+  user?: OsIdentity | undefined;
 }
 
 export interface ExitInfo {
@@ -116,6 +122,15 @@ export function createProcessRunner(): ProcessRunner {
       } catch (error) {
         return failed(`cannot parse command: ${(error as Error).message}`, 1);
       }
+      let cwd = request.cwd;
+      if (request.user !== undefined) {
+        try {
+          [file, args] = argvAs(request.user, file, args);
+        } catch (error) {
+          return failed(`cannot start: ${(error as Error).message}`, 1);
+        }
+        cwd ??= defaultCwd(request.user);
+      }
       let exited: ExitInfo | undefined;
       let listener: ((info: ExitInfo) => void) | undefined;
       const finish = (info: ExitInfo): void => {
@@ -126,7 +141,7 @@ export function createProcessRunner(): ProcessRunner {
       let child;
       try {
         child = spawn(file, args, {
-          cwd: request.cwd,
+          cwd,
           env: request.env,
           detached: true,
           stdio: [request.stdin === undefined ? 'ignore' : 'pipe', request.outputFd, request.outputFd],

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { pid as daemonPid } from 'node:process';
 import { SvcError } from '@svc/protocol';
 import type { Logger } from '../log/logger.ts';
+import { daemonUser, lookupOsUser, userEnv, type OsIdentity } from '../util/os-user.ts';
 import type { AppDefinition } from '../model/app-definition.ts';
 import { othersAccess, parseAppDefinition, toPublicView } from '../model/app-definition.ts';
 import type { SecretCrypter } from '../model/secret-crypter.ts';
@@ -76,6 +77,12 @@ export interface SupervisorOptions {
   systemCwd?: string;
   /** Key of the process keys: HMAC-SHA256(processKeySecret, process_uuid). */
   processKeySecret: Buffer;
+  /**
+   * The OS user name the apps of principal `owner` run as (its `execution_user`, else
+   * BaseConfig.DefaultExecUser), undefined = the daemon's own user. Asked at every start, so a
+   * change of the principal's record applies from the next start. System apps never ask.
+   */
+  executionUserOf?: (owner: string | undefined) => string | undefined;
   /** Test seams. */
   runner?: ProcessRunner;
   cgroupRoot?: string;
@@ -291,6 +298,16 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
     ...def.secret_env,
   });
 
+  /** The execution user of an app's processes; throws (the start fails) for an unknown user. */
+  const identityOf = (def: AppDefinition): OsIdentity | undefined => {
+    if (def.system) return undefined;
+    const name = options.executionUserOf?.(def.owner_principal_id);
+    if (name === undefined) return undefined;
+    const identity = lookupOsUser(name);
+    if (identity === undefined) throw new Error(`execution user ${name} does not exist on this host`);
+    return identity;
+  };
+
   const host: LifecycleHost = {
     runner,
     clock,
@@ -311,7 +328,8 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
       return waitingFor.length > 0 ? { waitingFor } : undefined;
     },
     prepareSpawn(app, processUuid) {
-      const env = envFor(app.def);
+      const user = identityOf(app.def);
+      const env = { ...envFor(app.def), ...(user === undefined ? {} : userEnv(user)) };
       env['SVC_PROCESS_KEY'] = keyOf(processUuid);
       env['SVC_PROCESS_UUID'] = processUuid; // with the key: lets the orphan scan recognize it
       env['SVC_APPLICATION_NAME'] = app.name;
@@ -320,7 +338,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
       const fd = output.openForProcess(app.name, processUuid, app.def.stdout_backup_count);
       // The child holds its own copy of the fd once spawned; ours is closed right after.
       queueMicrotask(() => closeSync(fd));
-      return { env, outputFd: fd };
+      return { env, outputFd: fd, user };
     },
     started(app, process) {
       // process.startTicks of a spawned child: read later, see startTicksOf.
@@ -332,12 +350,23 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
       if (app.def.resource_limit !== undefined) {
         limitStatus.set(app.name, limiter.apply(app.name, process.pid, app.def.resource_limit));
       }
-      if (app.def.health_check_cmd !== undefined) {
+      let user: OsIdentity | undefined;
+      let userGone = false;
+      try {
+        user = identityOf(app.def);
+      } catch {
+        userGone = true; // vanished since the spawn: never run the check as the daemon's user instead
+      }
+      if (userGone && app.def.health_check_cmd !== undefined) {
+        app.checkedHealth = 1;
+        app.refreshHealth();
+      } else if (app.def.health_check_cmd !== undefined) {
         health.track({
           name: app.name,
           command: app.def.health_check_cmd,
           cwd: app.def.working_dir,
-          env: envFor(app.def),
+          env: { ...envFor(app.def), ...(user === undefined ? {} : userEnv(user)) },
+          user,
           report: (h) => {
             app.checkedHealth = h;
             app.refreshHealth();
@@ -380,6 +409,8 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
     v['state'] = app.state;
     if (p !== undefined) {
       v['pid'] = p.pid;
+      // The user svc started it as; for other processes /proc below (with usage) is exact.
+      v['pid_user'] = p.user ?? daemonUser();
       v['process_uuid'] = p.processUuid;
       if (p.external === true) {
         v['adopted'] = true;
@@ -387,7 +418,9 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
       }
       const group = usage ? readGroupUsage(p.pid) : undefined;
       if (usage) {
-        const uid = readProcessUid(p.pid);
+        // A process svc started as an execution user is that user (setpriv may not have switched
+        // yet in the first instants, /proc would say root); others are read from /proc.
+        const uid = p.user === undefined ? readProcessUid(p.pid) : undefined;
         if (uid !== undefined) v['pid_user'] = userName(uid);
         const fds = countOpenFds(p.pid);
         if (fds !== undefined) v['fd'] = fds;

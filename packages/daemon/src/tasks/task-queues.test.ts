@@ -62,6 +62,30 @@ describe('TaskQueues', () => {
     expect(clock.pending()).toBe(0);
   });
 
+  it('a result without a task id answers the task fetched last (also one handed to a waiting fetch)', async () => {
+    const clock = manualClock();
+    const queues = new TaskQueues({ clock });
+    expect(() => queues.completeFetched('app', body('nothing'))).toThrow(
+      expect.objectContaining({ code: 'not_found' }),
+    );
+    const a = queues.submit('app', { payload: body('a'), submittedBy: 'u', timeoutMs: 1000 });
+    expect(() => queues.completeFetched('app', body('queued only'))).toThrow(
+      expect.objectContaining({ code: 'not_found' }),
+    );
+    await queues.fetch('app', 0).task;
+    const waiting = queues.fetch('app', 30_000);
+    const b = queues.submit('app', { payload: body('b'), submittedBy: 'u', timeoutMs: 1000 });
+    expect((await waiting.task)?.id).toBe(b.task.id);
+    expect(queues.completeFetched('app', body('result:b'))).toBe(b.task.id);
+    expect(textOf(await b.result)).toBe('result:b');
+    expect(queues.completeFetched('app', body('result:a'))).toBe(a.task.id);
+    expect(textOf(await a.result)).toBe('result:a');
+    expect(() => queues.completeFetched('app', body('again'))).toThrow(
+      expect.objectContaining({ code: 'not_found' }),
+    );
+    expect(queues.stats('app')).toEqual({ queued: 0, inFlight: 0, fetchers: 0 });
+  });
+
   it('a waiting fetch gets the next submitted task at once; an idle one resolves undefined at its timeout', async () => {
     const clock = manualClock();
     const queues = new TaskQueues({ clock });

@@ -69,6 +69,8 @@ const DEFAULT_FINISHED_MEMORY = 1024;
 interface Entry {
   readonly task: Task;
   state: 'queued' | 'in_flight';
+  /** Order in which fetches took tasks (0 while queued): a result PUT without a task id answers the latest. */
+  fetchedSeq: number;
   readonly resolve: (result: TaskBody) => void;
   readonly reject: (error: SvcError) => void;
   timer: unknown;
@@ -108,6 +110,7 @@ export class TaskQueues {
   readonly #clock: TaskClock;
   readonly #finishedMemory: number;
   readonly #apps = new Map<string, AppQueue>();
+  #fetchSeq = 0;
 
   constructor(options: TaskQueuesOptions = {}) {
     this.capacity = options.capacity ?? DEFAULT_TASK_CAPACITY;
@@ -145,7 +148,7 @@ export class TaskQueues {
     });
     // Marked handled here; the submitter still sees the rejection when it awaits `result`.
     result.catch(() => undefined);
-    const entry: Entry = { task, state: 'queued', resolve, reject, timer: undefined };
+    const entry: Entry = { task, state: 'queued', fetchedSeq: 0, resolve, reject, timer: undefined };
     entry.timer = this.#clock.setTimeout(() => {
       this.#finish(
         app,
@@ -172,7 +175,7 @@ export class TaskQueues {
     const queue = this.#queue(app);
     const next = queue.queued.shift();
     if (next !== undefined) {
-      next.state = 'in_flight';
+      this.#markFetched(next);
       return { task: Promise.resolve(next.task), cancel: () => undefined };
     }
     if (timeoutMs <= 0) {
@@ -221,6 +224,25 @@ export class TaskQueues {
     if (entry.state !== 'in_flight')
       throw new SvcError('conflict', `task ${id} has not been fetched by a worker`);
     this.#finish(app, entry, 'answered', undefined, result);
+  }
+
+  /**
+   * The worker's result without a task id (spec: the result PUT carries only the process key): it
+   * answers the in-flight task of `app` that a fetch took most recently, which for a worker that
+   * fetches, computes and answers one task at a time is the task it fetched. Only the app's current
+   * process can get here (its key was verified), and in-flight tasks of a replaced process are
+   * failed when it exits. Returns the answered task id; throws not_found when no task is in flight.
+   */
+  completeFetched(app: string, result: TaskBody): string {
+    const queue = this.#apps.get(app);
+    let latest: Entry | undefined;
+    for (const entry of queue?.outstanding.values() ?? [])
+      if (entry.state === 'in_flight' && (latest === undefined || entry.fetchedSeq > latest.fetchedSeq))
+        latest = entry;
+    if (latest === undefined)
+      throw new SvcError('not_found', `no fetched task of ${app} is waiting for a result`);
+    this.#finish(app, latest, 'answered', undefined, result);
+    return latest.task.id;
   }
 
   /**
@@ -310,8 +332,13 @@ export class TaskQueues {
 
   #handOver(entry: Entry, fetcher: Fetcher): void {
     this.#clock.clearTimeout(fetcher.timer);
-    entry.state = 'in_flight';
+    this.#markFetched(entry);
     fetcher.resolve(entry.task);
+  }
+
+  #markFetched(entry: Entry): void {
+    entry.state = 'in_flight';
+    entry.fetchedSeq = ++this.#fetchSeq;
   }
 
   #finish(app: string, entry: Entry, reason: string, error: SvcError | undefined, result?: TaskBody): void {

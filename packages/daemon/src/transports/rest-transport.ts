@@ -3,6 +3,7 @@
 import { createServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import { pipeline } from 'node:stream/promises';
 import { SvcError } from '@svc/protocol';
 import type { Dispatch } from '../api/dispatcher.ts';
 import type { Preflight } from '../api/preflight.ts';
@@ -31,6 +32,11 @@ export interface RestTransportOptions {
   limits: Limits;
   guard: ConnectionGuard;
   logger: Logger;
+  /**
+   * Requests whose body the operation streams (file upload): the transport hands the unread body
+   * over as `bodyStream` instead of buffering it (and applies no body-size limit to it).
+   */
+  streamsBody?: (method: string, path: string) => boolean;
   /** Recognises svc-agent's key on relayed requests (agent-relay.ts). */
   checkAgentKey?: AgentKeyCheck;
 }
@@ -78,7 +84,7 @@ export function createRestServer(options: RestTransportOptions): { server: Serve
   // bearer and the size are accepted.
   const awaitingContinue = new WeakSet<ServerResponse>();
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
-    if (Number(req.headers['content-length'] ?? 0) > limits.maxBodyBytes) {
+    if (Number(req.headers['content-length'] ?? 0) > limits.maxBodyBytes && !streamed(req)) {
       send(res, tooLarge(limits.maxBodyBytes));
       return;
     }
@@ -94,6 +100,16 @@ export function createRestServer(options: RestTransportOptions): { server: Serve
       else res.destroy();
     });
   });
+
+  /** A streamed-body request (not when forwarded: the forwarder sends a buffered body on). */
+  function streamed(req: IncomingMessage): boolean {
+    if (options.streamsBody === undefined || req.headers['x-target-host'] !== undefined) return false;
+    try {
+      return options.streamsBody(req.method ?? 'GET', splitTarget(req.url ?? '/').path);
+    } catch {
+      return false;
+    }
+  }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const method = req.method ?? 'GET';
@@ -126,6 +142,24 @@ export function createRestServer(options: RestTransportOptions): { server: Serve
       send(res, verdict);
       return;
     }
+    if (streamed(req)) {
+      // File upload: the operation reads the body as a stream (never buffered whole).
+      const response = await dispatch({
+        method,
+        path: target.path,
+        query: target.query,
+        headers,
+        body: new Uint8Array(0),
+        bodyStream: req,
+        transport: 'rest',
+        remoteAddress: peer.address,
+        relayedByAgent: peer.relayedByAgent,
+        connection: undefined,
+      });
+      await respond(res, response);
+      if (!req.readableEnded) discard(req, res); // refused before the body was read
+      return;
+    }
     const bodyLimit = verdict === 'full' ? limits.maxBodyBytes : preAuthFrameBytes(limits);
     const declared = Number(req.headers['content-length'] ?? 0);
     // Too large: answer at once and discard the rest of the body (bounded by the request timeout)
@@ -153,7 +187,7 @@ export function createRestServer(options: RestTransportOptions): { server: Serve
       relayedByAgent: peer.relayedByAgent,
       connection: undefined,
     });
-    send(res, response);
+    await respond(res, response);
   }
 
   return { server, guarded };
@@ -216,4 +250,25 @@ function send(res: ServerResponse, response: ApiResponse): void {
   };
   res.writeHead(response.status, headers);
   res.end(response.body);
+}
+
+/** `send`, or for a streamed body (file download) the headers and then the stream. */
+async function respond(res: ServerResponse, response: ApiResponse): Promise<void> {
+  const stream = response.stream;
+  if (stream === undefined || res.headersSent) {
+    send(res, response);
+    return;
+  }
+  const headers: Record<string, string> = {
+    ...response.headers,
+    'content-type': response.contentType,
+    'x-content-type-options': 'nosniff',
+    'cache-control': 'no-store',
+  };
+  res.writeHead(response.status, headers);
+  try {
+    await pipeline(stream, res);
+  } catch {
+    res.destroy(); // the client left or the source failed: the content-length shows the cut
+  }
 }

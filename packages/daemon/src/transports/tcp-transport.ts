@@ -63,6 +63,14 @@ export function createTcpServer(options: TcpTransportOptions): Server {
         pause: () => socket.pause(),
         resume: () => socket.resume(),
         close: () => socket.destroy(),
+        drained: () =>
+          new Promise((resolve) => {
+            if (socket.writableLength === 0 || socket.destroyed) resolve();
+            else {
+              socket.once('drain', resolve);
+              socket.once('close', resolve);
+            }
+          }),
       },
     });
     // A peer that starts a frame and then stalls is cut off after the request timeout.

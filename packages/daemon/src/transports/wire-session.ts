@@ -28,6 +28,8 @@ export interface WireSink {
   resume(): void;
   /** Close the connection (protocol violation or slow consumer). */
   close(reason: string): void;
+  /** Resolves when the queued bytes were handed to the OS (raw file frames wait on it). */
+  drained?(): Promise<void>;
 }
 
 export interface WireSessionOptions {
@@ -66,6 +68,12 @@ export class WireSession implements PersistentConnection {
   #ending = false;
   #authenticatedSeen = false;
   readonly #idle: IdleDeadline | undefined;
+  /** Where raw file frames go while a side-channel upload runs (receiveRawFrames). */
+  #raw: (NodeJS.WritableStream & { destroy(error?: Error): void }) | undefined;
+  /** Settles when the side-channel upload was committed; frames after its end wait for it. */
+  #rawDone: Promise<unknown> | undefined;
+  /** Frames received while an upload commits, handled in order after it. */
+  #held: Uint8Array[] | undefined;
 
   constructor(options: WireSessionOptions) {
     this.#options = options;
@@ -101,6 +109,14 @@ export class WireSession implements PersistentConnection {
   receive(body: Uint8Array): void {
     if (this.#closed || this.#ending) return;
     this.#idle?.touch();
+    if (this.#held !== undefined) {
+      this.#held.push(body);
+      return;
+    }
+    if (this.#raw !== undefined) {
+      this.#rawFrame(this.#raw, body);
+      return;
+    }
     let message;
     try {
       message = decodeRequest(body);
@@ -133,8 +149,59 @@ export class WireSession implements PersistentConnection {
     });
   }
 
+  receiveRawFrames(
+    target: NodeJS.WritableStream & { destroy(error?: Error): void },
+    done?: Promise<unknown>,
+  ): void {
+    this.#raw = target;
+    this.#rawDone = done;
+  }
+
+  #rawFrame(target: NodeJS.WritableStream, body: Uint8Array): void {
+    if (body.byteLength === 0) {
+      this.#raw = undefined;
+      target.end();
+      // The client's next request (a download of that file) must see it written: hold later frames.
+      const done = this.#rawDone;
+      this.#rawDone = undefined;
+      if (done !== undefined) {
+        const held: Uint8Array[] = [];
+        this.#held = held;
+        void done
+          .catch(() => undefined)
+          .then(() => {
+            this.#held = undefined;
+            for (const frame of held) this.receive(frame);
+          });
+      }
+      return;
+    }
+    if (!target.write(body)) {
+      this.#options.sink.pause();
+      target.once('drain', () => {
+        if (!this.#closed) this.#options.sink.resume();
+      });
+    }
+  }
+
+  /** Raw file frames after a response (download side channel), then the empty end frame. */
+  async #writeRaw(frames: AsyncIterable<Uint8Array>): Promise<void> {
+    const sink = this.#options.sink;
+    try {
+      for await (const chunk of frames) {
+        if (this.#closed) return;
+        sink.write(chunk);
+        if (sink.bufferedBytes() > 1024 * 1024) await sink.drained?.();
+      }
+      if (!this.#closed) sink.write(new Uint8Array(0));
+    } catch {
+      sink.close('file side channel failed');
+    }
+  }
+
   async #run(message: ReturnType<typeof decodeRequest>): Promise<void> {
     let response: Response;
+    let rawFrames: AsyncIterable<Uint8Array> | undefined;
     try {
       const request = toApiRequest(message, this, this.#options.remoteAddress, this.#options.relayedByAgent);
       const upgrade = this.#options.upgradeAuthorization;
@@ -148,14 +215,16 @@ export class WireSession implements PersistentConnection {
         inherit['authorization'] === undefined && inherit['x-target-host'] === undefined
           ? request
           : { ...request, headers: { ...request.headers, ...inherit } };
-      response = toWireResponse(message, await this.#options.dispatch(withUpgrade));
+      const answer = await this.#options.dispatch(withUpgrade);
+      rawFrames = answer.rawFrames;
+      response = toWireResponse(message, answer);
     } catch (error) {
       response = toWireError(
         message,
         error instanceof SvcError ? error : new SvcError('internal', 'internal error', { cause: error }),
       );
     }
-    this.#send(response);
+    if (this.#send(response) && rawFrames !== undefined) await this.#writeRaw(rawFrames);
   }
 
   #send(message: Response): boolean {
@@ -192,6 +261,8 @@ export class WireSession implements PersistentConnection {
     if (this.#closed) return;
     this.#closed = true;
     this.#idle?.stop();
+    this.#raw?.destroy(new Error('the connection closed before the end of the file'));
+    this.#raw = undefined;
     for (const callback of this.#closeCallbacks.splice(0)) {
       try {
         callback();

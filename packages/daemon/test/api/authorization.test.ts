@@ -6,7 +6,9 @@
 // is never "allowed". A denied caller gets 403 (process-key operations: the key's own refusal).
 // Every success body is checked against the operation's declared response schema.
 // WSS shares the dispatcher with TCP (see same-over-transports.test.ts).
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BUILTIN_ROLES, type Permission } from '@svc/protocol';
@@ -48,6 +50,8 @@ const ACCESS = JSON.parse(
 ) as { operations: Record<string, AccessEntry> };
 
 const WORKER = join(import.meta.dirname, '../tasks/worker.ts');
+/** Scratch directory of the upload rows (removed in afterAll). */
+const MATRIX_DIR = mkdtempSync(join(tmpdir(), 'svc-authz-matrix-'));
 const ROLES: TestRole[] = ['admin', 'viewer', 'maintenance', 'nobody', 'developer'];
 type Transport = 'rest' | 'tcp';
 
@@ -305,6 +309,40 @@ const CASES: Record<string, Case[]> = {
   unsubscribeApplication: [{ label: 'dev-app', call: (role, t) => subscriptionFor(role, t, 'dev-app') }],
   unsubscribeAll: [{ label: 'any', call: (role, t) => subscriptionFor(role, t, '*') }],
   getMetrics: [{ label: 'bearer', call: fixed({ path: '/svc/metrics' }) }],
+  // Every caller that may writes its own scratch file (removed in afterAll) and reads a file every
+  // host has; the /ws paths are App Mesh 3.0's data-channel aliases.
+  ...Object.fromEntries(
+    (['uploadFile', 'uploadFileDataChannel'] as const).map((id) => [
+      id,
+      [
+        {
+          label: 'scratch file',
+          call: (role: TestRole, t: Transport) =>
+            Promise.resolve({
+              path: id === 'uploadFile' ? '/svc/file/upload' : '/svc/file/upload/ws',
+              options: {
+                rawBody: 'matrix',
+                headers: { 'x-file-path': encodeURIComponent(`${MATRIX_DIR}/${id}-${own(role, t)}`) },
+              },
+            }),
+        },
+      ],
+    ]),
+  ),
+  ...Object.fromEntries(
+    (['downloadFile', 'downloadFileDataChannel'] as const).map((id) => [
+      id,
+      [
+        {
+          label: '/etc/hostname',
+          call: fixed({
+            path: id === 'downloadFile' ? '/svc/file/download' : '/svc/file/download/ws',
+            options: { headers: { 'x-file-path': encodeURIComponent('/etc/hostname') } },
+          }),
+        },
+      ],
+    ]),
+  ),
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -389,6 +427,7 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const client of tcpClients.values()) await client.close();
   await daemon?.close();
+  await rm(MATRIX_DIR, { recursive: true, force: true });
 });
 
 describe('authorization of every operation for every role (from spec/access.json)', () => {

@@ -277,17 +277,41 @@ describe('worker task loop', () => {
     expect(other.status).toBe(403);
   });
 
-  it('answers a PUT for an unknown task with 404 and one without X-Task-Id with 400', async () => {
+  it('answers a PUT for an unknown task id with 404, and one without a task id and nothing fetched with 404', async () => {
     const unknown = await rest.call('PUT', '/svc/app/worker/task', {
       headers: { ...worker(workerKey), 'x-task-id': 'no-such-task' },
       rawBody: 'r',
     });
     expect([unknown.status, unknown.json<{ error: string }>().error]).toEqual([404, 'not_found']);
-    const missing = await rest.call('PUT', '/svc/app/worker/task', {
-      headers: worker(workerKey),
-      rawBody: 'r',
-    });
-    expect([missing.status, missing.json<{ error: string }>().error]).toEqual([400, 'bad_request']);
+    const idleKey = keyOf(await runningUuid('idle'));
+    const nothing = await rest.call('PUT', '/svc/app/idle/task', { headers: worker(idleKey), rawBody: 'r' });
+    expect([nothing.status, nothing.json<{ error: string }>().error]).toEqual([404, 'not_found']);
+  });
+
+  it('a result PUT with only X-Svc-Process-Key answers the fetched task, over REST, TCP and anonymous WSS', async () => {
+    const idleKey = keyOf(await runningUuid('idle'));
+    const transports = [
+      ['rest', rest],
+      ['tcp', await daemon.tcp()],
+      ['wss', await daemon.wss()],
+    ] as const;
+    for (const [kind, client] of transports) {
+      const submitted = rest.call('POST', '/svc/app/idle/task', { token: admin, rawBody: `job-${kind}` });
+      const fetched = await client.call('GET', '/svc/app/idle/task', {
+        headers: worker(idleKey),
+        query: { timeout: '10' },
+      });
+      expect([fetched.status, fetched.text()], kind).toEqual([200, `job-${kind}`]);
+      // Exactly what App Mesh 3.0's worker sends: the process key header and the body, nothing else.
+      const put = await client.call('PUT', '/svc/app/idle/task', {
+        headers: worker(idleKey),
+        rawBody: `done-${kind}`,
+      });
+      expect(put.status, `${kind}: ${put.text()}`).toBe(200);
+      expect(put.json<{ task_id: string }>().task_id).toBe(fetched.headers['x-task-id']);
+      const result = ok(await submitted, `task answered over ${kind}`);
+      expect(result.text()).toBe(`done-${kind}`);
+    }
   });
 
   it('lets a WSS session without a bearer fetch and answer tasks of its process, and nothing else (401)', async () => {

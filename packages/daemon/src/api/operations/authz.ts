@@ -1,5 +1,6 @@
 // Authorization records: the caller's principal, roles, permissions and principals (CONTRACT §5–§6, §8).
-import { PERMISSIONS } from '@svc/protocol';
+import { PERMISSIONS, SvcError } from '@svc/protocol';
+import { lookupOsUser } from '../../util/os-user.ts';
 import type { Principal } from '../../auth/principal.ts';
 import type * as z from 'zod';
 import { json } from '../responses.ts';
@@ -8,7 +9,7 @@ import {
   PrincipalAnswer,
   PrincipalList,
   RoleMap,
-  RoleNames,
+  PrincipalChange,
   RolePermissions,
   Self,
 } from '../schemas.ts';
@@ -125,29 +126,40 @@ export const authzOperations: Operation<Services>[] = [
     method: 'GET',
     path: '/svc/principals',
     access: { kind: 'permission', permission: 'principal-list' },
-    summary: 'Authorization records: an object keyed by principal id, {principal_id, roles, status} each',
+    summary:
+      'Authorization records: an object keyed by principal id, {principal_id, roles, status, execution_user when set} each',
     responses: [{ status: 200, description: 'the principals by id', json: PrincipalList }],
     async handle(context) {
-      const records: Record<string, { principal_id: string; roles: readonly string[]; status: string }> = {};
-      for (const { id, roles, status } of context.services.policy.listPrincipals())
-        records[id] = { principal_id: id, roles, status };
+      // execution_user only where the record has one (the App Mesh 3.0 record's optional field).
+      const records: Record<string, Record<string, unknown>> = {};
+      for (const { id, roles, status, execution_user } of context.services.policy.listPrincipals())
+        records[id] = {
+          principal_id: id,
+          roles,
+          status,
+          ...(execution_user === undefined ? {} : { execution_user }),
+        };
       return json(records);
     },
   }),
-  defineOperation<Services, NoQuery, typeof RoleNames>({
+  defineOperation<Services, NoQuery, typeof PrincipalChange>({
     id: 'setPrincipal',
     method: 'POST',
     path: '/svc/principal/{id}',
     access: { kind: 'permission', permission: 'principal-set' },
-    summary: 'Set the roles of a principal',
-    body: { kind: 'json', schema: RoleNames },
+    summary:
+      'Set the roles and/or the execution_user (OS user its apps, runs and file transfers run as) of a principal',
+    body: { kind: 'json', schema: PrincipalChange },
     responses: principal,
     async handle(context) {
       const id = context.params['id']!;
-      return json({
-        principal_id: id,
-        ...(await context.services.policy.setRoles(id, context.input.body.roles)),
-      });
+      const { roles, execution_user: user } = context.input.body;
+      if (typeof user === 'string' && user !== '' && lookupOsUser(user) === undefined)
+        throw new SvcError('bad_request', `execution_user: no OS user ${user} on this host`);
+      const change: { roles?: string[]; executionUser?: string | null } = {};
+      if (roles !== undefined) change.roles = roles;
+      if (user !== undefined) change.executionUser = user === '' ? null : user;
+      return json({ principal_id: id, ...(await context.services.policy.setPrincipal(id, change)) });
     },
   }),
   defineOperation<Services>({

@@ -5,6 +5,7 @@ import { appOperations } from './apps.ts';
 import { authzOperations } from './authz.ts';
 import { discoveryOperations } from './discovery.ts';
 import { eventOperations } from './events.ts';
+import { fileOperations } from './files.ts';
 import { hostOperations } from './host.ts';
 import { metricsOperations } from './metrics.ts';
 import { runOperations } from './runs.ts';
@@ -19,4 +20,5 @@ export const operations: readonly Operation<Services>[] = [
   ...discoveryOperations,
   ...eventOperations,
   ...metricsOperations,
+  ...fileOperations,
 ];

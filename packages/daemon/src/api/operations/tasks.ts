@@ -190,14 +190,16 @@ export const taskOperations: Operation<Services>[] = [
     path: '/svc/app/{name}/task',
     access: { kind: 'process-key', app: 'path' },
     summary:
-      'Worker: return the result of task X-Task-Id (header X-Svc-Process-Key); the body and content type reach the submitter',
+      'Worker: return a task result (header X-Svc-Process-Key only); it answers the task this process fetched last, or task X-Task-Id when that optional header is sent; the body and content type reach the submitter',
     body: { kind: 'raw', description: 'the result, any content type' },
     responses: [{ status: 200, description: 'delivered to the submitter', json: TaskDelivered }],
     async handle({ request, params, services }) {
       const name = params['name']!;
       const id = request.headers['x-task-id'];
-      if (id === undefined || id === '')
-        throw new SvcError('bad_request', 'the X-Task-Id header (from the fetch response) is required');
+      if (id === undefined || id === '') {
+        const answered = services.tasks.completeFetched(name, bodyOf(request));
+        return json({ app_name: name, task_id: answered, delivered: true });
+      }
       if (!TASK_ID.test(id)) throw new SvcError('bad_request', 'X-Task-Id: not a task id');
       services.tasks.complete(name, id, bodyOf(request));
       return json({ app_name: name, task_id: id, delivered: true });
