@@ -106,8 +106,15 @@ export const AppView = z
     stdout_file_count: z.number().int().optional(),
     stdout_cache_size: z.number().int().optional(),
     owner_display_name: z.string().optional(),
-    task_id: z.unknown().optional(),
-    task_status: z.unknown().optional(),
+    task_id: z
+      .number()
+      .int()
+      .optional()
+      .meta({ description: 'the oldest outstanding task of the worker task loop (1, 2, … per app)' }),
+    task_status: z
+      .enum(['queued', 'fetched'])
+      .optional()
+      .meta({ description: 'queued: waiting for the worker; fetched: taken, no result yet' }),
     container_id: z.string().optional(),
     adopted: z.boolean().optional(),
     output_captured: z.boolean().optional(),

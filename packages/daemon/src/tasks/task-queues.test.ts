@@ -62,6 +62,20 @@ describe('TaskQueues', () => {
     expect(clock.pending()).toBe(0);
   });
 
+  it('current(): the oldest outstanding task as the app view shows it (task_id 1, 2 … and queued/fetched)', async () => {
+    const queues = new TaskQueues({ clock: manualClock() });
+    expect(queues.current('app')).toBeUndefined();
+    const a = queues.submit('app', { payload: body('a'), submittedBy: 'u', timeoutMs: 1000 });
+    queues.submit('app', { payload: body('b'), submittedBy: 'u', timeoutMs: 1000 });
+    expect(queues.current('app')).toEqual({ task_id: 1, task_status: 'queued' });
+    const first = await queues.fetch('app', 0).task;
+    expect(first?.number).toBe(1);
+    expect(queues.current('app')).toEqual({ task_id: 1, task_status: 'fetched' });
+    queues.complete('app', a.task.id, body('done'));
+    expect(queues.current('app')).toEqual({ task_id: 2, task_status: 'queued' });
+    expect(queues.current('other')).toBeUndefined();
+  });
+
   it('a result without a task id answers the task fetched last (also one handed to a waiting fetch)', async () => {
     const clock = manualClock();
     const queues = new TaskQueues({ clock });

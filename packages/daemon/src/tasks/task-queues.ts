@@ -25,6 +25,8 @@ export interface TaskBody {
 
 export interface Task {
   readonly id: string;
+  /** 1, 2, 3 … per application in submission order: the integer `task_id` of the app view. */
+  readonly number: number;
   readonly app: string;
   readonly payload: TaskBody;
   /** Principal id of the submitter (only it may cancel the task). */
@@ -91,6 +93,15 @@ interface AppQueue {
   readonly fetchers: Fetcher[];
   /** Recently finished task ids and why they finished (bounded, oldest dropped first). */
   readonly finished: Map<string, string>;
+  /** Tasks ever submitted for this app while its queue existed (Task.number of the latest). */
+  submitted: number;
+}
+
+/** The app view's task fields (App Mesh 3.0 `task_id`, `task_status`): the oldest outstanding task. */
+export interface CurrentTask {
+  readonly task_id: number;
+  /** `queued`: waiting for the worker; `fetched`: the worker took it and has not answered yet. */
+  readonly task_status: 'queued' | 'fetched';
 }
 
 export const realTaskClock: TaskClock = {
@@ -134,6 +145,7 @@ export class TaskQueues {
     const now = this.#clock.now();
     const task: Task = {
       id,
+      number: ++queue.submitted,
       app,
       payload: input.payload,
       submittedBy: input.submittedBy,
@@ -304,6 +316,15 @@ export class TaskQueues {
     for (const app of [...this.#apps.keys()]) this.failApp(app, error);
   }
 
+  /** The oldest outstanding task of `app` (Map order is submission order), if any. */
+  current(app: string): CurrentTask | undefined {
+    const queue = this.#apps.get(app);
+    if (queue === undefined) return undefined;
+    for (const entry of queue.outstanding.values())
+      return { task_id: entry.task.number, task_status: entry.state === 'queued' ? 'queued' : 'fetched' };
+    return undefined;
+  }
+
   /** Counters of one app (tests, diagnostics). */
   stats(app: string): { queued: number; inFlight: number; fetchers: number } {
     const queue = this.#apps.get(app);
@@ -318,7 +339,7 @@ export class TaskQueues {
   #queue(app: string): AppQueue {
     let queue = this.#apps.get(app);
     if (queue === undefined) {
-      queue = { queued: [], outstanding: new Map(), fetchers: [], finished: new Map() };
+      queue = { queued: [], outstanding: new Map(), fetchers: [], finished: new Map(), submitted: 0 };
       this.#apps.set(app, queue);
     }
     return queue;

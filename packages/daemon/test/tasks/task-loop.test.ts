@@ -302,6 +302,13 @@ describe('worker task loop', () => {
         query: { timeout: '10' },
       });
       expect([fetched.status, fetched.text()], kind).toEqual([200, `job-${kind}`]);
+      // The app view shows the taken task (App Mesh 3.0 runtime fields task_id / task_status).
+      const busy = ok(await rest.call('GET', '/svc/app/idle', { token: admin }), 'view').json<{
+        task_id?: unknown;
+        task_status?: unknown;
+      }>();
+      expect(busy.task_status, kind).toBe('fetched');
+      expect(Number.isInteger(busy.task_id), `${kind}: ${String(busy.task_id)}`).toBe(true);
       // Exactly what App Mesh 3.0's worker sends: the process key header and the body, nothing else.
       const put = await client.call('PUT', '/svc/app/idle/task', {
         headers: worker(idleKey),
@@ -311,6 +318,8 @@ describe('worker task loop', () => {
       expect(put.json<{ task_id: string }>().task_id).toBe(fetched.headers['x-task-id']);
       const result = ok(await submitted, `task answered over ${kind}`);
       expect(result.text()).toBe(`done-${kind}`);
+      const idle = ok(await rest.call('GET', '/svc/app/idle', { token: admin }), 'view').json<object>();
+      expect(idle, kind).not.toHaveProperty('task_status');
     }
   });
 

@@ -21,6 +21,12 @@ const registrationBody = z.custom<Record<string, unknown>>(
   { error: 'the application definition must be a JSON object' },
 );
 
+/** Adds `task_id` / `task_status` (the oldest outstanding task of the worker task loop) when there is one. */
+function withTask<V extends { name?: unknown }>(app: V, services: Services): V {
+  const current = typeof app.name === 'string' ? services.tasks.current(app.name) : undefined;
+  return current === undefined ? app : { ...app, ...current };
+}
+
 export const appOperations: Operation<Services>[] = [
   defineOperation<Services>({
     id: 'listApplications',
@@ -30,7 +36,12 @@ export const appOperations: Operation<Services>[] = [
     summary: 'List applications with their runtime fields (system applications for svc-admin only)',
     responses: [{ status: 200, description: 'the applications', json: AppList }],
     async handle({ services, grant }) {
-      return json(services.supervisor.list().filter((app) => grant.seesSystemApps || app['system'] !== true));
+      return json(
+        services.supervisor
+          .list()
+          .filter((app) => grant.seesSystemApps || app['system'] !== true)
+          .map((app) => withTask(app, services)),
+      );
     },
   }),
   defineOperation<Services>({
@@ -49,7 +60,7 @@ export const appOperations: Operation<Services>[] = [
     async handle({ params, services }) {
       const app = services.supervisor.get(params['name']!);
       if (app === undefined) throw appNotFound(params['name']!);
-      return json(app);
+      return json(withTask(app, services));
     },
   }),
   defineOperation<Services, z.ZodType<{ subscribe_events?: string | undefined }>, typeof registrationBody>({
