@@ -117,6 +117,12 @@ function realClock(now: () => number): Clock {
   };
 }
 
+function withoutTz(env: Record<string, string>): Record<string, string> {
+  if (env['TZ'] === undefined) return env;
+  const { TZ: _dropped, ...rest } = env;
+  return rest;
+}
+
 /** The daemon's environment minus its own SVC_* settings (which may carry secrets). */
 function baseEnvironment(): Record<string, string> {
   const env: Record<string, string> = {};
@@ -291,8 +297,15 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
     snapshot.schedule();
   };
 
+  // TZ is read live: POST /svc/config {"BaseConfig": {"PosixTimezone": …}} sets or clears the
+  // daemon's own TZ (config/host-config-store.ts), and processes started after it get the same zone.
+  const liveTimezone = (): Record<string, string> => {
+    const tz = process.env['TZ'];
+    return tz === undefined ? {} : { TZ: tz };
+  };
   const envFor = (def: AppDefinition): Record<string, string> => ({
-    ...baseEnv,
+    ...withoutTz(baseEnv),
+    ...liveTimezone(),
     ...(def.system ? options.systemEnv : undefined),
     ...def.env,
     ...def.secret_env,

@@ -105,6 +105,25 @@ describe('POST /svc/config', () => {
     expect((await post({ BaseConfig: { LogLevel: 'INFO' } })).status).toBe(200);
   });
 
+  it('PosixTimezone applies at once to processes started after the POST, and clearing it restores the host zone', async () => {
+    const rest = daemon.rest();
+    const tzOf = async (): Promise<string> => {
+      const r = await rest.call('POST', '/svc/app/syncrun', {
+        token: admin,
+        body: { command: 'echo "tz=${TZ-unset}"', shell: true },
+      });
+      expect(r.status, r.text()).toBe(200);
+      return r.text().trim();
+    };
+    const before = await tzOf();
+    const set = await post({ BaseConfig: { PosixTimezone: 'Asia/Tokyo' } });
+    expect(set.status, set.text()).toBe(200);
+    expect(set.json<Doc>().restart_required ?? []).not.toContain('BaseConfig.PosixTimezone');
+    expect(await tzOf()).toBe('tz=Asia/Tokyo');
+    expect((await post({ BaseConfig: { PosixTimezone: '' } })).status).toBe(200);
+    expect(await tzOf()).toBe(before);
+  });
+
   it('lists start-only keys in restart_required, persists them, and they apply after a restart', async () => {
     const r = await post({
       BaseConfig: { ScheduleIntervalSeconds: 3, DefaultExecUser: 'nobody', Description: 'lab host' },
