@@ -111,7 +111,7 @@ export async function startDaemon(
     if (created.length > 0) logger.info('credential files created', { files: created });
     await loadCredentials(work, { mode: 'builtin' });
     // The password grant is also off with `OIDC.password_flow: false` in config/oidc.yaml (spec).
-    config.passwordFlow = passwordFlowEnabled(await readOidcFile(config.home), process.env);
+    config.passwordFlow = passwordFlowEnabled(await readOidcFile(config.home, INSTALL_ROOT), process.env);
   }
   const policy = await PolicyStore.open(join(work, 'auth', 'policy.yaml'), {
     seed: config.authMode === 'builtin' ? BUILTIN_SEED : {},

@@ -1,7 +1,7 @@
-// Settings of svc-identity: `config/oidc.yaml` (under SVC_HOME) overlaid by the environment
+// Settings of svc-identity: `config/oidc.yaml` (install root, then SVC_HOME) overlaid by the environment
 // (CONTRACT §3). Only non-secret values live here; secrets come from work/auth/secrets/.
 import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 
 export interface IdentitySettings {
@@ -49,11 +49,22 @@ interface OidcFile {
   };
 }
 
-/** Reads `<home>/config/oidc.yaml` (absent → defaults). Exported for the daemon's builtin wiring. */
-export async function readOidcFile(home: string): Promise<OidcFile> {
+/**
+ * `config/oidc.yaml` of the install root, overlaid key by key (under `OIDC`) by the one in SVC_HOME
+ * when SVC_HOME is elsewhere (CONTRACT §2: the install root holds the defaults, SVC_HOME may
+ * override them). Either may be absent. Exported for the daemon's builtin wiring.
+ */
+export async function readOidcFile(home: string, installRoot: string = home): Promise<OidcFile> {
+  const own = await readOneOidcFile(home);
+  if (resolve(home) === resolve(installRoot)) return own;
+  const defaults = await readOneOidcFile(installRoot);
+  return { OIDC: { ...defaults.OIDC, ...own.OIDC } };
+}
+
+async function readOneOidcFile(root: string): Promise<OidcFile> {
   let text: string;
   try {
-    text = await readFile(join(home, 'config', 'oidc.yaml'), 'utf8');
+    text = await readFile(join(root, 'config', 'oidc.yaml'), 'utf8');
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return {};
     throw error;
@@ -76,12 +87,13 @@ export function passwordFlowEnabled(file: OidcFile, env: NodeJS.ProcessEnv): boo
   return fromFile;
 }
 
+/** `defaultHome` is the install root: SVC_HOME when the variable is unset, and the oidc.yaml defaults. */
 export async function loadIdentitySettings(
   env: NodeJS.ProcessEnv,
   defaultHome: string,
 ): Promise<IdentitySettings> {
   const home = env['SVC_HOME'] || defaultHome;
-  const file = await readOidcFile(home);
+  const file = await readOidcFile(home, defaultHome);
   const modeEnv = env['SVC_AUTH_MODE'] || 'builtin';
   if (modeEnv !== 'builtin' && modeEnv !== 'external')
     throw new SettingsError(`SVC_AUTH_MODE: expected builtin or external`);

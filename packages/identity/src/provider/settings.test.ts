@@ -1,0 +1,62 @@
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { loadIdentitySettings, readOidcFile, SettingsError } from './settings.ts';
+
+let installRoot: string;
+let home: string;
+
+async function oidcYaml(root: string, text: string): Promise<void> {
+  await mkdir(join(root, 'config'), { recursive: true });
+  await writeFile(join(root, 'config', 'oidc.yaml'), text);
+}
+
+beforeEach(async () => {
+  installRoot = await mkdtemp(join(tmpdir(), 'svc-install-'));
+  home = await mkdtemp(join(tmpdir(), 'svc-home-'));
+  await oidcYaml(
+    installRoot,
+    'OIDC:\n  password_flow: false\n  web_redirect_uris:\n    - https://ui.example/callback\n',
+  );
+});
+afterEach(async () => {
+  await rm(installRoot, { recursive: true, force: true });
+  await rm(home, { recursive: true, force: true });
+});
+
+describe('config/oidc.yaml: install root defaults, SVC_HOME overrides (CONTRACT §2)', () => {
+  it('an empty SVC_HOME takes the install root file', async () => {
+    const settings = await loadIdentitySettings({ SVC_HOME: home }, installRoot);
+    expect(settings.passwordFlow).toBe(false);
+    expect(settings.webRedirectUris).toEqual(['https://ui.example/callback']);
+    expect(settings.workDir).toBe(join(home, 'work'));
+  });
+
+  it("SVC_HOME's file overrides key by key; the environment still wins", async () => {
+    await oidcYaml(home, 'OIDC:\n  password_flow: true\n');
+    const settings = await loadIdentitySettings({ SVC_HOME: home }, installRoot);
+    expect(settings.passwordFlow).toBe(true);
+    expect(settings.webRedirectUris).toEqual(['https://ui.example/callback']);
+    const env = { SVC_HOME: home, SVC_AUTH_PASSWORD_FLOW: 'false' };
+    expect((await loadIdentitySettings(env, installRoot)).passwordFlow).toBe(false);
+  });
+
+  it('SVC_HOME unset or equal to the install root reads the one file once', async () => {
+    expect((await readOidcFile(installRoot, installRoot)).OIDC?.password_flow).toBe(false);
+    expect((await loadIdentitySettings({}, installRoot)).home).toBe(installRoot);
+  });
+
+  it('refuses a malformed or hostile file in either place, naming it', async () => {
+    await oidcYaml(home, '- not\n- a mapping\n');
+    await expect(readOidcFile(home, installRoot)).rejects.toThrow(SettingsError);
+    await oidcYaml(home, 'OIDC:\n  password_flow: "maybe"\n');
+    await expect(loadIdentitySettings({ SVC_HOME: home }, installRoot)).rejects.toThrow(
+      /OIDC.password_flow must be true or false/,
+    );
+    await oidcYaml(home, 'OIDC:\n  web_redirect_uris: "javascript:alert(1)"\n');
+    await expect(loadIdentitySettings({ SVC_HOME: home }, installRoot)).rejects.toThrow(/web_redirect_uris/);
+    await oidcYaml(home, 'OIDC: {password_flow: true\n');
+    await expect(readOidcFile(home, installRoot)).rejects.toThrow();
+  });
+});
