@@ -6,6 +6,7 @@
 import { ERROR_CODES, PERMISSIONS, type Permission } from '@svc/protocol';
 import * as z from 'zod';
 import { EXECUTION_USER_PATTERN } from '../auth/policy-store.ts';
+import { configSchema } from '../config/config-schema.ts';
 import { EXIT_ACTIONS } from '../model/app-definition.ts';
 
 const NAME = '^[A-Za-z0-9_.-]{1,128}$';
@@ -206,17 +207,12 @@ export const PrincipalChange = z
 
 export const Labels = z.record(z.string(), z.string()).meta({ id: 'Labels' });
 
-const section = z.record(z.string(), z.unknown());
-
-/** GET /svc/config: App Mesh's sectioned configuration (key names in spec/contract.md §3). */
-export const Config = z
-  .looseObject({
-    BaseConfig: section,
-    REST: section,
-    Auth: section.optional(),
-    Registry: section,
-    Labels: z.record(z.string(), z.string()),
-  })
+/**
+ * GET /svc/config: App Mesh's sectioned configuration (spec/contract.md §3), key by key: the same
+ * schema the config store validates files and POST bodies with (config/config-schema.ts).
+ */
+export const Config = configSchema
+  .required({ BaseConfig: true, REST: true, Registry: true, Labels: true })
   .meta({ id: 'Config' });
 
 /** POST /svc/config answer: the whole configuration and the accepted keys that need a restart. */
