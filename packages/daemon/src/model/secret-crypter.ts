@@ -3,61 +3,25 @@
 //
 // Token format: `enc:v1:<base64(iv[12] | tag[16] | ciphertext)>`, AES-256-GCM with a fresh random
 // IV per value. The key file holds 64 hex characters (32 bytes) and a newline.
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
 import { lstat, mkdir, open, readFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import {
+  createSecretBox,
+  isEncryptedToken,
+  TOKEN_PREFIX,
+  type SecretBox,
+} from '../../../identity/src/credentials/master-key.ts';
 
-export interface SecretCrypter {
-  encrypt(plain: string): string;
-  /** Throws when the token is malformed or was not produced with this key. */
-  decrypt(token: string): string;
-}
-
-export const TOKEN_PREFIX = 'enc:v1:';
-const IV_BYTES = 12;
-const TAG_BYTES = 16;
-const KEY_BYTES = 32;
-
-export function isEncryptedToken(value: string): boolean {
-  return value.startsWith(TOKEN_PREFIX);
-}
+/** The cipher is svc-identity's (the owner of work/auth/secrets/): one implementation for both. */
+export type SecretCrypter = SecretBox;
+export { isEncryptedToken, TOKEN_PREFIX };
 
 /** A crypter over a raw 32-byte key (tests and the loader use it). */
-export function createSecretCrypter(key: Uint8Array): SecretCrypter {
-  if (key.length !== KEY_BYTES) throw new Error(`secret master key must be ${KEY_BYTES} bytes`);
-  const keyCopy = Buffer.from(key);
-  return {
-    encrypt(plain: string): string {
-      const iv = randomBytes(IV_BYTES);
-      const cipher = createCipheriv('aes-256-gcm', keyCopy, iv);
-      const body = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
-      return TOKEN_PREFIX + Buffer.concat([iv, cipher.getAuthTag(), body]).toString('base64');
-    },
-    decrypt(token: string): string {
-      if (!isEncryptedToken(token)) throw new Error(`encrypted value must start with "${TOKEN_PREFIX}"`);
-      const b64 = token.slice(TOKEN_PREFIX.length);
-      if (!/^[A-Za-z0-9+/]*={0,2}$/.test(b64)) throw new Error('encrypted value is not valid base64');
-      const raw = Buffer.from(b64, 'base64');
-      if (raw.length < IV_BYTES + TAG_BYTES) throw new Error('encrypted value is too short');
-      const decipher = createDecipheriv('aes-256-gcm', keyCopy, raw.subarray(0, IV_BYTES));
-      decipher.setAuthTag(raw.subarray(IV_BYTES, IV_BYTES + TAG_BYTES));
-      try {
-        return Buffer.concat([
-          decipher.update(raw.subarray(IV_BYTES + TAG_BYTES)),
-          decipher.final(),
-        ]).toString('utf8');
-      } catch (error) {
-        throw new Error(
-          'encrypted value does not decrypt with this secret-master-key (wrong key or corrupted)',
-          {
-            cause: error,
-          },
-        );
-      }
-    },
-  };
-}
+export const createSecretCrypter: (key: Uint8Array) => SecretCrypter = createSecretBox;
+
+const KEY_BYTES = 32;
 
 /**
  * Load the master key from `file`, creating it (0600, in a 0700 directory) when it does not exist.

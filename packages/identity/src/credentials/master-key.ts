@@ -1,9 +1,9 @@
 // svc-identity's use of `work/auth/secrets/secret-master-key` (CONTRACT §2, §8): the daemon creates
 // the key (64 hex characters); svc-identity encrypts with it what it keeps at rest — its signing
-// keys (work/auth/identity/keys.json) and users' TOTP secrets (users.yaml `mfa_secret`). Same
-// token format as the daemon's protected values: `enc:v1:<base64(iv[12] | tag[16] | ciphertext)>`,
-// AES-256-GCM, a fresh IV per value. Started without a daemon (tests), it creates the key the same
-// way the daemon would (exclusive create, 0600).
+// keys (work/auth/identity/keys.json) and users' TOTP secrets (users.yaml `mfa_secret`).
+// createSecretBox is the one cipher over that key: svcd's secret_env (model/secret-crypter.ts)
+// uses it too. Started without a daemon (tests), svc-identity creates the key the same way the
+// daemon would (exclusive create, 0600).
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
 import { mkdir, open } from 'node:fs/promises';
@@ -17,33 +17,48 @@ export interface SecretBox {
   decrypt(token: string): string;
 }
 
-const PREFIX = 'enc:v1:';
+/** Prefix of every value encrypted with the master key (svcd's secret_env and svc-identity's state). */
+export const TOKEN_PREFIX = 'enc:v1:';
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
+const KEY_BYTES = 32;
 
+export function isEncryptedToken(value: string): boolean {
+  return value.startsWith(TOKEN_PREFIX);
+}
+
+/**
+ * The one AES-256-GCM box over the master key, used by svcd (model/secret-crypter.ts) and by
+ * svc-identity: `enc:v1:<base64(iv[12] | tag[16] | ciphertext)>`, a fresh random IV per value.
+ */
 export function createSecretBox(key: Uint8Array): SecretBox {
-  if (key.length !== 32) throw new Error('the master key must be 32 bytes');
-  const secret = Buffer.from(key);
+  if (key.length !== KEY_BYTES) throw new Error(`secret master key must be ${KEY_BYTES} bytes`);
+  const keyCopy = Buffer.from(key);
   return {
-    encrypt(plain) {
+    encrypt(plain: string): string {
       const iv = randomBytes(IV_BYTES);
-      const cipher = createCipheriv('aes-256-gcm', secret, iv);
+      const cipher = createCipheriv('aes-256-gcm', keyCopy, iv);
       const body = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
-      return PREFIX + Buffer.concat([iv, cipher.getAuthTag(), body]).toString('base64');
+      return TOKEN_PREFIX + Buffer.concat([iv, cipher.getAuthTag(), body]).toString('base64');
     },
-    decrypt(token) {
-      if (!token.startsWith(PREFIX)) throw new Error(`an encrypted value must start with ${PREFIX}`);
-      const raw = Buffer.from(token.slice(PREFIX.length), 'base64');
-      if (raw.length < IV_BYTES + TAG_BYTES) throw new Error('the encrypted value is too short');
-      const decipher = createDecipheriv('aes-256-gcm', secret, raw.subarray(0, IV_BYTES));
+    decrypt(token: string): string {
+      if (!isEncryptedToken(token)) throw new Error(`encrypted value must start with "${TOKEN_PREFIX}"`);
+      const b64 = token.slice(TOKEN_PREFIX.length);
+      if (!/^[A-Za-z0-9+/]*={0,2}$/.test(b64)) throw new Error('encrypted value is not valid base64');
+      const raw = Buffer.from(b64, 'base64');
+      if (raw.length < IV_BYTES + TAG_BYTES) throw new Error('encrypted value is too short');
+      const decipher = createDecipheriv('aes-256-gcm', keyCopy, raw.subarray(0, IV_BYTES));
       decipher.setAuthTag(raw.subarray(IV_BYTES, IV_BYTES + TAG_BYTES));
       try {
         return Buffer.concat([
           decipher.update(raw.subarray(IV_BYTES + TAG_BYTES)),
           decipher.final(),
         ]).toString('utf8');
-      } catch {
-        throw new Error('the encrypted value does not decrypt with this secret-master-key');
+      } catch (error) {
+        throw new Error(
+          'encrypted value does not decrypt with this secret-master-key (wrong key or corrupted)',
+          { cause: error },
+        );
       }
     },
   };
