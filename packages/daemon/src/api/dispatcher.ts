@@ -12,6 +12,7 @@ import {
 import type { Principal } from '../auth/principal.ts';
 import type { Forwarder } from '../forwarding/forwarder.ts';
 import type { Logger } from '../log/logger.ts';
+import { authenticateBearer, unauthorizedError } from './bearer.ts';
 import { errorResponse, parseJsonBody } from './responses.ts';
 import type { Router } from './router.ts';
 import type { ApiRequest, ApiResponse, Operation, OperationInput, PersistentConnection } from './types.ts';
@@ -45,8 +46,6 @@ export interface DispatcherOptions<S> {
 
 export type Dispatch = (request: ApiRequest) => Promise<ApiResponse>;
 
-const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
-
 export function createDispatcher<S>(options: DispatcherOptions<S>): Dispatch {
   const { router, services, auth, resolver, logger } = options;
 
@@ -55,29 +54,10 @@ export function createDispatcher<S>(options: DispatcherOptions<S>): Dispatch {
     code: 'unauthorized' | 'invalid_token',
     message: string,
     cause?: unknown,
-  ): SvcError =>
-    new SvcError(code, message, {
-      cause,
-      headers: {
-        'www-authenticate': auth.challenge(code === 'unauthorized' ? undefined : message, request.headers),
-      },
-    });
+  ): SvcError => unauthorizedError(auth, request.headers, code, message, cause);
 
   const principalOf = async (request: ApiRequest): Promise<Principal> => {
-    const header = request.headers['authorization'];
-    if (header === undefined || header === '')
-      throw unauthorized(request, 'unauthorized', 'a bearer token is required');
-    const match = BEARER.exec(header);
-    if (match === null)
-      throw unauthorized(request, 'invalid_token', 'the Authorization header is not a Bearer token');
-    let principal: Principal;
-    try {
-      principal = await auth.authenticate(match[1]!);
-    } catch (cause) {
-      if (cause instanceof SvcError && cause.code === 'invalid_token')
-        throw unauthorized(request, 'invalid_token', cause.message, cause);
-      throw cause;
-    }
+    const principal = await authenticateBearer(auth, request.headers);
     const connection = request.connection;
     if (connection !== undefined) {
       // The principal is pinned to a persistent connection (spec: client token contract).

@@ -6,6 +6,7 @@
 import { SvcError } from '@svc/protocol';
 import { needsBearer } from '../auth/access-rules.ts';
 import { PROCESS_KEY_HEADER } from '../tasks/worker-auth.ts';
+import { authenticateBearer } from './bearer.ts';
 import type { Authenticator } from './dispatcher.ts';
 import { errorResponse } from './responses.ts';
 import type { Router } from './router.ts';
@@ -22,18 +23,7 @@ export type PreflightVerdict = ApiResponse | 'full' | 'pre-auth';
 
 export type Preflight = (request: PreflightRequest) => Promise<PreflightVerdict>;
 
-const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
-
 export function createPreflight<S>(router: Router<S>, auth: Authenticator): Preflight {
-  const unauthorized = (request: PreflightRequest, code: 'unauthorized' | 'invalid_token', message: string) =>
-    errorResponse(
-      new SvcError(code, message, {
-        headers: {
-          'www-authenticate': auth.challenge(code === 'unauthorized' ? undefined : message, request.headers),
-        },
-      }),
-    );
-
   return async (request) => {
     let access;
     try {
@@ -53,19 +43,11 @@ export function createPreflight<S>(router: Router<S>, auth: Authenticator): Pref
       if (key !== undefined) return key !== '' ? 'full' : 'pre-auth';
     }
     // Every other access rule starts with a bearer.
-    const header = request.headers['authorization'];
-    if (header === undefined || header === '')
-      return unauthorized(request, 'unauthorized', 'a bearer token is required');
-    const match = BEARER.exec(header);
-    if (match === null)
-      return unauthorized(request, 'invalid_token', 'the Authorization header is not a Bearer token');
     try {
-      await auth.authenticate(match[1]!);
-    } catch (cause) {
-      if (cause instanceof SvcError && cause.code === 'invalid_token')
-        return unauthorized(request, 'invalid_token', cause.message);
-      if (cause instanceof SvcError) return errorResponse(cause);
-      throw cause;
+      await authenticateBearer(auth, request.headers);
+    } catch (error) {
+      if (error instanceof SvcError) return errorResponse(error);
+      throw error;
     }
     return 'full';
   };
