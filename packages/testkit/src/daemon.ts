@@ -146,15 +146,7 @@ export async function startTestDaemon(options: TestDaemonOptions = {}): Promise<
     PATH: process.env['PATH'],
     HOME: process.env['HOME'],
     SVC_HOME: home,
-    SVC_REST_PORT: '0',
-    SVC_TCP_PORT: '0',
-    SVC_AGENT_PORT: '0',
-    // Every other listener a system app may open, ephemeral too: a test never binds a default port
-    // (another svc instance on the machine may hold it).
-    SVC_ISSUER_PORT: '0',
-    SVC_AUTH_TELEMETRY_PORT: '0',
-    SVC_AUTH_GRPC_LISTEN: '127.0.0.1:0',
-    SVC_AUTH_ADMIN_LISTEN: '127.0.0.1:0',
+    ...EPHEMERAL_PORTS_ENV,
     SVC_AUTH_MODE: 'external',
     SVC_OIDC_ISSUER: issuer.issuer,
     SVC_LOG_STDERR: '1',
@@ -281,6 +273,21 @@ export async function killManagedProcesses(workDir: string): Promise<void> {
     }
   }
 }
+
+/**
+ * Every listener svcd and its system apps may open, on an ephemeral port: a test never binds a
+ * default port (another svc instance on the machine may hold it). Bound ports are recorded in
+ * work/ports.json.
+ */
+export const EPHEMERAL_PORTS_ENV: Readonly<Record<string, string>> = {
+  SVC_REST_PORT: '0',
+  SVC_TCP_PORT: '0',
+  SVC_AGENT_PORT: '0',
+  SVC_ISSUER_PORT: '0',
+  SVC_AUTH_TELEMETRY_PORT: '0',
+  SVC_AUTH_GRPC_LISTEN: '127.0.0.1:0',
+  SVC_AUTH_ADMIN_LISTEN: '127.0.0.1:0',
+};
 
 /**
  * Environment of a test daemon in builtin mode (with `apps/identity.yaml` among its files): the

@@ -3,6 +3,7 @@ export { selfSignedCertificate, startTestIssuer } from './issuer.ts';
 export type { Forgery, MintClaims, TestIssuer, TestIssuerOptions } from './issuer.ts';
 export {
   BUILTIN_MODE_ENV,
+  EPHEMERAL_PORTS_ENV,
   startTestDaemon,
   svcdCommand,
   killManagedProcesses,

@@ -9,18 +9,9 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
-import { killManagedProcesses, restClient, svcdCommand } from '@svc/testkit';
+import { EPHEMERAL_PORTS_ENV, killManagedProcesses, restClient, svcdCommand } from '@svc/testkit';
 
 const INSTALL_ROOT = resolve(import.meta.dirname, '../../../..');
-const EPHEMERAL = {
-  SVC_REST_PORT: '0',
-  SVC_TCP_PORT: '0',
-  SVC_AGENT_PORT: '0',
-  SVC_ISSUER_PORT: '0',
-  SVC_AUTH_TELEMETRY_PORT: '0',
-  SVC_AUTH_GRPC_LISTEN: '127.0.0.1:0',
-  SVC_AUTH_ADMIN_LISTEN: '127.0.0.1:0',
-};
 
 const homes: string[] = [];
 afterEach(async () => {
@@ -83,7 +74,7 @@ describe('install root and SVC_HOME', () => {
     const since = Date.now();
     const home = await mkdtemp(join(tmpdir(), 'svc-install-root-'));
     homes.push(home);
-    const svcd = startSvcd({ SVC_HOME: home, ...EPHEMERAL });
+    const svcd = startSvcd({ SVC_HOME: home, ...EPHEMERAL_PORTS_ENV });
     const wanted = ['rest', 'tcp', 'agent', 'issuer', 'telemetry', 'admin_ui', 'grpc'];
     let ports: Record<string, number> = {};
     const deadline = Date.now() + 60_000;
@@ -133,7 +124,7 @@ describe('install root and SVC_HOME', () => {
       SVC_HOME: home,
       SVC_AUTH_MODE: 'external',
       SVC_OIDC_ISSUER: 'http://127.0.0.1:1',
-      ...EPHEMERAL,
+      ...EPHEMERAL_PORTS_ENV,
       ...env,
     });
     expect(await svcd.exited).toBe(1);
