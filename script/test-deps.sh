@@ -6,6 +6,7 @@
 #   python3-yaml (PyYAML)         stored app definitions read back by a YAML 1.1 reader; python3
 #                                 also runs the chatty and memory-hog children of reliability tests
 #   util-linux (fallocate)        output size cap (hole punching)
+#   etcd-server                   cluster mode tests start a real etcd (packages/testkit/src/etcd.ts)
 # Installed with apt-get when missing (root on Debian); otherwise it stops at once naming the one
 # command that installs them. A machine that has everything returns at once without touching apt.
 set -euo pipefail
@@ -22,6 +23,7 @@ else
 fi
 python3 -c 'import yaml' >/dev/null 2>&1 || missing+=(python3-yaml)
 have fallocate || missing+=(util-linux)
+[ -x "${SVC_TEST_ETCD:-/usr/bin/etcd}" ] || missing+=(etcd-server)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 command_line="apt-get update && apt-get install -y ${missing[*]}"

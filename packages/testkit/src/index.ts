@@ -26,3 +26,5 @@ export type { ApiClient, CallOptions, CallResult, PersistentClient, UpgradedWebS
 export { hostileAppBody, hostileValue, hostileYaml, validAppBody, validName } from './arbitraries.ts';
 export { CHROMIUM_EXECUTABLE, CHROMIUM_FLAGS } from './chromium.ts';
 export { freePort } from './ports.ts';
+export { ETCD_EXECUTABLE, startEtcd } from './etcd.ts';
+export type { TestEtcd } from './etcd.ts';

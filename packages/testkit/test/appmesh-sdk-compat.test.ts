@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseJunit, type SuiteResults } from '@svc/testkit/foreign-suite';
 
 const run = promisify(execFile);
 const REPO = resolve(import.meta.dirname, '../../..');
@@ -61,40 +62,11 @@ const CASES = collected.stdout
  */
 const KNOWN_GAPS: Readonly<Record<string, string>> = {};
 
-interface CaseResult {
-  outcome: 'passed' | 'failed' | 'skipped';
-  message: string;
-}
-
-/** pytest's JUnit XML: one <testcase> per case, with a <failure>/<error>/<skipped> child unless it passed. */
-function parseJunit(xml: string): Map<string, CaseResult> {
-  const results = new Map<string, CaseResult>();
-  const unescape = (text: string): string =>
-    text
-      .replace(/&lt;/g, '<')
-      .replace(/&gt;/g, '>')
-      .replace(/&quot;/g, '"')
-      .replace(/&#10;/g, '\n')
-      .replace(/&amp;/g, '&');
-  for (const match of xml.matchAll(/<testcase ([^>]*?)(?:\/>|>([\s\S]*?)<\/testcase>)/g)) {
-    const attributes = new Map<string, string>();
-    for (const m of match[1]!.matchAll(/(\w+)="([^"]*)"/g)) attributes.set(m[1]!, m[2]!);
-    const id = `${(attributes.get('classname') ?? '').split('.').join('/')}.py::${unescape(attributes.get('name') ?? '')}`;
-    const body = match[2] ?? '';
-    const problem =
-      /<(failure|error|skipped)([^>]*)>([\s\S]*?)<\/\1>|<(failure|error|skipped)([^>]*)\/>/.exec(body);
-    if (problem === null) results.set(id, { outcome: 'passed', message: '' });
-    else {
-      const kind = problem[1] ?? problem[4];
-      const text = unescape(`${problem[2] ?? problem[5] ?? ''}\n${problem[3] ?? ''}`);
-      results.set(id, { outcome: kind === 'skipped' ? 'skipped' : 'failed', message: text.slice(-6000) });
-    }
-  }
-  return results;
-}
+/** pytest's JUnit XML names a case by module classname and test name: `path/module.py::test[param]`. */
+const pytestId = (classname: string, name: string): string => `${classname.split('.').join('/')}.py::${name}`;
 
 describe('App Mesh 3.0 Python SDK (renamed to svc) against a real svcd', () => {
-  let results = new Map<string, CaseResult>();
+  let results: SuiteResults = new Map();
   let pytestOutput = '';
 
   beforeAll(async () => {
@@ -109,7 +81,7 @@ describe('App Mesh 3.0 Python SDK (renamed to svc) against a real svcd', () => {
       stderr: error.stderr ?? '',
     }));
     pytestOutput = `${done.stdout}\n${done.stderr}`;
-    results = parseJunit(await readFile(junit, 'utf8').catch(() => ''));
+    results = parseJunit(await readFile(junit, 'utf8').catch(() => ''), pytestId);
   }, 960_000);
 
   afterAll(async () => {
