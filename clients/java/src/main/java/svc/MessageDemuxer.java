@@ -265,6 +265,13 @@ public class MessageDemuxer {
         }
     }
 
+    /** Subscriptions with a registered callback. */
+    int registeredCallbacks() {
+        synchronized (eventLock) {
+            return callbacks.size();
+        }
+    }
+
     /** Requests registered and not yet answered. */
     public int getPendingRequests() {
         return pending.size();
