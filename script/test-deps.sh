@@ -7,6 +7,7 @@
 #                                 also runs the chatty and memory-hog children of reliability tests
 #   util-linux (fallocate)        output size cap (hole punching)
 #   etcd-server                   cluster mode tests start a real etcd (packages/testkit/src/etcd.ts)
+#   openjdk-17-jdk-headless, maven  the Java client's suite (clients/java/java-client.test.ts)
 # Installed with apt-get when missing (root on Debian); otherwise it stops at once naming the one
 # command that installs them. A machine that has everything returns at once without touching apt.
 set -euo pipefail
@@ -24,6 +25,11 @@ fi
 python3 -c 'import yaml' >/dev/null 2>&1 || missing+=(python3-yaml)
 have fallocate || missing+=(util-linux)
 [ -x "${SVC_TEST_ETCD:-/usr/bin/etcd}" ] || missing+=(etcd-server)
+# clients/java: a JDK of release 17 or newer (javac) and Maven.
+if ! have javac || ! javac -version 2>&1 | grep -Eq '^javac (1[7-9]|[2-9][0-9])'; then
+  missing+=(openjdk-17-jdk-headless)
+fi
+have mvn || missing+=(maven)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 command_line="apt-get update && apt-get install -y ${missing[*]}"
