@@ -32,6 +32,8 @@ async function runSuite(): Promise<{ results: SuiteResults; output: string }> {
     env: {
       PATH: process.env['PATH'],
       HOME: process.env['HOME'],
+      // UTF-8 file names (the JVM takes its file-name encoding from the locale)
+      LC_ALL: 'C.UTF-8',
       ...(process.env['JAVA_HOME'] === undefined ? {} : { JAVA_HOME: process.env['JAVA_HOME'] }),
       SVC_TESTKIT_COMMAND: JSON.stringify([process.execPath, TESTKIT, 'serve', '--json']),
     },
