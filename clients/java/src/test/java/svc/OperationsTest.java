@@ -246,6 +246,32 @@ class OperationsTest {
         }
     }
 
+    @Order(6)
+    @ParameterizedTest(name = "over {0}")
+    @ValueSource(strings = { "tcp", "wss" })
+    void aFirstRequestAboveOneMebibyteOnANewConnection(String transport) throws Exception {
+        Path root = Files.createTempDirectory("svc-java-large-");
+        try (SvcClient admin = client("rest")) {
+            admin.setConfig(new JSONObject().put("BaseConfig",
+                    new JSONObject().put("FileTransferRoots", new JSONArray().put(root.toString()))));
+            byte[] content = new byte[2 * 1024 * 1024 + 7];
+            java.util.Arrays.fill(content, (byte) 'x');
+            File local = Files.createTempFile("svc-java-large-", ".bin").toFile();
+            Files.write(local.toPath(), content);
+            // The daemon takes at most 1 MiB before a connection has authenticated: the client
+            // authenticates with a small request first.
+            try (SvcClient fresh = client(transport)) {
+                assertTrue(fresh.uploadFile(local, root.resolve("large.bin").toString(), false));
+            }
+            assertArrayEquals(content, Files.readAllBytes(root.resolve("large.bin")));
+            Files.delete(local.toPath());
+        } finally {
+            try (SvcClient c = client("rest")) {
+                c.setConfig(new JSONObject().put("BaseConfig", new JSONObject().put("FileTransferRoots", new JSONArray())));
+            }
+        }
+    }
+
     @Order(7)
     @ParameterizedTest(name = "over {0}")
     @ValueSource(strings = { "tcp", "wss" })
