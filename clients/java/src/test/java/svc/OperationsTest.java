@@ -129,6 +129,11 @@ class OperationsTest {
             assertEquals(404, missing.getStatus());
             SvcApiException badName = apiError(SvcApiException.class, () -> c.getApp("bad name!"));
             assertEquals(SvcErrorCode.INVALID_NAME, badName.getErrorCode());
+            // A hostile name stays one path segment: it never reaches another operation.
+            for (String hostile : List.of("../applications", "x/../../labels", "x?stdout_position=1", "%2e%2e")) {
+                SvcApiException e = apiError(SvcApiException.class, () -> c.getApp(hostile));
+                assertTrue(e.getStatus() == 400 || e.getStatus() == 404, hostile + ": " + e.getMessage());
+            }
         }
     }
 
@@ -350,7 +355,9 @@ class OperationsTest {
     @ParameterizedTest(name = "over {0}")
     @ValueSource(strings = { "rest", "tcp", "wss" })
     void tasksAndTheWorkerLoop(String transport) throws Exception {
-        try (SvcClient c = client(transport); SvcClient workerClient = client(transport)) {
+        // The worker's client has no bearer: the process key alone authorizes the task RPC (over WSS
+        // a session without a bearer is limited to it).
+        try (SvcClient c = client(transport); SvcClient workerClient = recorded(daemon.client(transport, null))) {
             String name = "java-task-" + transport;
             c.addApp(name, shell("echo \"$SVC_PROCESS_KEY\"; exec sleep 300"));
             String key = firstLine(c, name);
