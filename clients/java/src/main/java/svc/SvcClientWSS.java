@@ -5,9 +5,9 @@ import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.WebSocket;
+import java.net.http.WebSocketHandshakeException;
 import java.nio.ByteBuffer;
 import java.time.Duration;
-import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
@@ -100,10 +100,11 @@ public class SvcClientWSS extends PersistentSvcClient {
                 .connectTimeout(Duration.ofMillis(Math.max(1, getConnectTimeoutMs()))).build();
         WebSocket.Builder b = http.newWebSocketBuilder().subprotocols(SUBPROTOCOL)
                 .connectTimeout(Duration.ofMillis(Math.max(1, getConnectTimeoutMs())));
-        for (Map.Entry<String, String> h : commonHeaders().entrySet()) {
-            if (!h.getKey().equalsIgnoreCase("User-Agent")) {
-                b.header(h.getKey(), h.getValue());
-            }
+        // The upgrade carries the bearer only; X-Target-Host travels in each frame, so one session
+        // can forward some requests and not others.
+        String token = getToken();
+        if (token != null && !token.isEmpty()) {
+            b.header("Authorization", "Bearer " + token);
         }
         Reader reader = new Reader(demuxer);
         try {
@@ -113,8 +114,11 @@ public class SvcClientWSS extends PersistentSvcClient {
             Thread.currentThread().interrupt();
             throw new TransportDisconnectedException("interrupted during the WebSocket upgrade", e);
         } catch (ExecutionException e) {
-            throw new TransportDisconnectedException("WebSocket upgrade failed: " + e.getCause().getMessage(),
-                    e.getCause());
+            Throwable cause = e.getCause();
+            String why = cause instanceof WebSocketHandshakeException
+                    ? "HTTP " + ((WebSocketHandshakeException) cause).getResponse().statusCode()
+                    : String.valueOf(cause.getMessage());
+            throw new TransportDisconnectedException("WebSocket upgrade failed: " + why, cause);
         }
     }
 

@@ -351,6 +351,27 @@ class OperationsTest {
         }
     }
 
+    @Order(9)
+    @ParameterizedTest(name = "over {0}")
+    @ValueSource(strings = { "rest", "tcp", "wss" })
+    void forwardingWithXTargetHost(String transport) throws Exception {
+        String self = "127.0.0.1:" + daemon.tcpPort();
+        try (SvcClient c = client(transport)) {
+            c.setForwardTo("127.0.0.1:1");
+            SvcApiException refused = apiError(SvcApiException.class, c::getCurrentPrincipal);
+            assertEquals(SvcErrorCode.TARGET_NOT_ALLOWED, refused.getErrorCode());
+            c.setForwardTo(null);
+            c.setConfig(new JSONObject().put("REST", new JSONObject().put("ForwardTargets", new JSONArray().put(self))));
+            c.setForwardTo(self);
+            assertEquals(daemon.principal("svc-admin"), c.getCurrentPrincipal().getString("principal_id"));
+            c.setForwardTo(null);
+        } finally {
+            try (SvcClient c = client("rest")) {
+                c.setConfig(new JSONObject().put("REST", new JSONObject().put("ForwardTargets", new JSONArray())));
+            }
+        }
+    }
+
     @Order(10)
     @ParameterizedTest(name = "over {0}")
     @ValueSource(strings = { "rest", "tcp", "wss" })
