@@ -417,10 +417,21 @@ class OperationsTest {
             assertTrue(cancelled instanceof SvcApiException
                     && ((SvcApiException) cancelled).getErrorCode() == SvcErrorCode.TASK_CANCELLED, String.valueOf(cancelled));
 
-            // stop() from another thread ends a fetch that is waiting in its long poll: null.
+            // stop() from another thread ends a fetch that is waiting in its long poll (30 s): null.
+            java.util.concurrent.CountDownLatch fetching = new java.util.concurrent.CountDownLatch(1);
+            java.util.function.Consumer<RequestMessage> recorder = workerClient.requestObserver;
+            workerClient.requestObserver = req -> {
+                recorder.accept(req);
+                if ("GET".equals(req.http_method)) {
+                    fetching.countDown();
+                }
+            };
             CompletableFuture<byte[]> idle = CompletableFuture.supplyAsync(worker::fetchTask);
+            assertTrue(fetching.await(30, TimeUnit.SECONDS), "the fetch was sent");
+            long stopped = System.nanoTime();
             worker.stop();
-            assertNull(idle.get(30, TimeUnit.SECONDS));
+            assertNull(idle.get(20, TimeUnit.SECONDS));
+            assertTrue(System.nanoTime() - stopped < TimeUnit.SECONDS.toNanos(20), "without waiting for the long poll");
 
             // The app restarts: the old key belongs to a superseded process (412).
             c.disableApp(name);
@@ -461,6 +472,31 @@ class OperationsTest {
                             .fetchTask());
             assertEquals(SvcErrorCode.INVALID_NAME, ((SvcApiException) rejected.getCause()).getErrorCode());
             assertEquals(1, sent.size(), "one attempt, no retry: " + sent);
+        }
+    }
+
+    @Order(11)
+    @Test
+    void otherWorkerFailuresAreRetriedWithA100MillisecondFloorUntilStop() throws Exception {
+        try (SvcClient c = client("rest")) {
+            List<Long> attempts = java.util.Collections.synchronizedList(new ArrayList<>());
+            java.util.function.Consumer<RequestMessage> recorder = c.requestObserver;
+            c.requestObserver = req -> {
+                recorder.accept(req);
+                attempts.add(System.nanoTime());
+            };
+            // Not the key of any process (403): neither 400 nor 412, so the loop keeps trying.
+            SvcWorker worker = new SvcWorker(c, Map.of("SVC_PROCESS_KEY", "0".repeat(64), "SVC_APPLICATION_NAME",
+                    "java-retry"));
+            CompletableFuture<byte[]> fetch = CompletableFuture.supplyAsync(worker::fetchTask);
+            ConformanceTest.eventually(() -> attempts.size() >= 4, "four attempts");
+            worker.stop();
+            assertNull(fetch.get(20, TimeUnit.SECONDS));
+            List<Long> at = new ArrayList<>(attempts);
+            for (int i = 1; i < at.size(); i++) {
+                long gapMs = TimeUnit.NANOSECONDS.toMillis(at.get(i) - at.get(i - 1));
+                assertTrue(gapMs >= 90, "attempts " + i + " and " + (i + 1) + " only " + gapMs + " ms apart");
+            }
         }
     }
 
