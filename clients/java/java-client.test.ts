@@ -26,7 +26,15 @@ async function runSuite(): Promise<{ results: SuiteResults; output: string }> {
   await mkdir(M2, { recursive: true });
   await rm(REPORTS, { recursive: true, force: true });
   const offline = existsSync(READY);
-  const args = ['-B', '-q', ...(offline ? ['-o'] : []), `-Dmaven.repo.local=${M2}`, '-f', join(PROJECT, 'pom.xml'), 'test'];
+  const args = [
+    '-B',
+    '-q',
+    ...(offline ? ['-o'] : []),
+    `-Dmaven.repo.local=${M2}`,
+    '-f',
+    join(PROJECT, 'pom.xml'),
+    'test',
+  ];
   const done = await run('mvn', args, {
     cwd: PROJECT,
     env: {
@@ -41,11 +49,15 @@ async function runSuite(): Promise<{ results: SuiteResults; output: string }> {
     maxBuffer: 64 * 1024 * 1024,
   }).then(
     (ok) => ({ ...ok, failed: false }),
-    (error: { stdout?: string; stderr?: string; message?: string }) => ({
-      stdout: error.stdout ?? '',
-      stderr: `${error.stderr ?? ''}\n${error.message ?? ''}`,
-      failed: true,
-    }),
+    (error: { code?: unknown; stdout?: string; stderr?: string; message?: string }) => {
+      if (error.code === 'ENOENT')
+        throw new Error('Maven (mvn) and a JDK 17+ are needed: run script/test-deps.sh', { cause: error });
+      return {
+        stdout: error.stdout ?? '',
+        stderr: `${error.stderr ?? ''}\n${error.message ?? ''}`,
+        failed: true,
+      };
+    },
   );
   const results: SuiteResults = new Map();
   const files = existsSync(REPORTS) ? await readdir(REPORTS) : [];
