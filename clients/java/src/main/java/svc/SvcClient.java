@@ -331,7 +331,8 @@ public class SvcClient implements Closeable {
         });
     }
 
-    private HttpClient httpClient() {
+    /** This client's HTTP client (REST calls and the WSS upgrade share it). */
+    protected HttpClient httpClient() {
         HttpClient c = http;
         if (c == null) {
             synchronized (this) {

@@ -3,7 +3,6 @@ package svc;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.net.URI;
-import java.net.http.HttpClient;
 import java.net.http.WebSocket;
 import java.net.http.WebSocketHandshakeException;
 import java.nio.ByteBuffer;
@@ -96,9 +95,7 @@ public class SvcClientWSS extends PersistentSvcClient {
 
     @Override
     protected Connection connect(MessageDemuxer demuxer) throws IOException {
-        HttpClient http = HttpClient.newBuilder().sslContext(getSslContext())
-                .connectTimeout(Duration.ofMillis(Math.max(1, getConnectTimeoutMs()))).build();
-        WebSocket.Builder b = http.newWebSocketBuilder().subprotocols(SUBPROTOCOL)
+        WebSocket.Builder b = httpClient().newWebSocketBuilder().subprotocols(SUBPROTOCOL)
                 .connectTimeout(Duration.ofMillis(Math.max(1, getConnectTimeoutMs())));
         // The upgrade carries the bearer only; X-Target-Host travels in each frame, so one session
         // can forward some requests and not others.
