@@ -49,10 +49,21 @@ public abstract class PersistentSvcClient extends SvcClient {
         }
     }
 
-    /** The demultiplexer (opening the connection if needed). */
-    public MessageDemuxer getDemuxer() throws IOException {
-        connection();
+    /** The demultiplexer of the connection, or null before it is opened (App Mesh's {@code getDemuxer}). */
+    public MessageDemuxer getDemuxer() {
         return demuxerOrNull();
+    }
+
+    /**
+     * Opens the connection (and so the demultiplexer) now instead of at the first request; an
+     * {@link IllegalStateException} when it cannot (App Mesh's {@code enableDemuxer}).
+     */
+    public void enableDemuxer() {
+        try {
+            connection();
+        } catch (IOException e) {
+            throw new IllegalStateException("cannot connect: " + e.getMessage(), e);
+        }
     }
 
     /** Opens the connection now instead of at the first request. */
@@ -68,7 +79,8 @@ public abstract class PersistentSvcClient extends SvcClient {
 
     /** Completes when the connection is gone (lost or closed). */
     public CompletableFuture<Void> closedFuture() throws IOException {
-        return getDemuxer().closedFuture();
+        connection();
+        return demuxerOrNull().closedFuture();
     }
 
     private Connection connection() throws IOException {

@@ -22,6 +22,18 @@ public class SvcClientTCP extends PersistentSvcClient {
         this(new Builder().host(host).port(port));
     }
 
+    /** A client of {@code host:port} trusting {@code caCertPath} (or nothing, for tests, when {@code disableSSLVerification}). */
+    public SvcClientTCP(String host, int port, boolean disableSSLVerification, String caCertPath) {
+        this(trust(new Builder().host(host).port(port), disableSSLVerification, caCertPath));
+    }
+
+    private static Builder trust(Builder b, boolean disableSSLVerification, String caCertPath) {
+        if (disableSSLVerification) {
+            b.disableSSLVerify();
+        }
+        return b.caCert(caCertPath);
+    }
+
     protected SvcClientTCP(Builder builder) {
         super(builder.baseURL("https://" + builder.host + ":" + builder.port));
         this.host = Objects.requireNonNull(builder.host, "host");
