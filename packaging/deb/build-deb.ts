@@ -143,6 +143,9 @@ export function buildDeb(options: BuildOptions): { deb: string; stage: string; v
   const meta = join(root, 'packages/daemon/dist/svcd.meta.json');
   writeFileSync(meta, JSON.stringify({ ...readJson<object>(meta), inputs: [], packaged: true }));
   for (const dir of ['apps']) cpSync(join(REPO, dir), join(root, dir), { recursive: true });
+  mkdirSync(join(root, 'docs'));
+  for (const doc of ['operations.md', 'decisions.md', 'architecture.md'])
+    copyFileSync(join(REPO, 'docs', doc), join(root, 'docs', doc));
   mkdirSync(join(root, 'script'));
   for (const file of readdirSync(join(REPO, 'script')))
     if (file !== 'test-deps.sh') copyFileSync(join(REPO, 'script', file), join(root, 'script', file));
