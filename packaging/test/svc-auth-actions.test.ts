@@ -29,7 +29,7 @@ const run = promisify(execFile);
 
 /** The `#   action args   description` lines of a script's header, in order. */
 function headerRows(text: string): { action: string; arguments: string; description: string }[] {
-  return [...text.matchAll(/^#   (\S+)(.*?)\s{2,}(\S.*)$/gm)].map((m) => ({
+  return [...text.matchAll(/^# {3}(\S+)(.*?)\s{2,}(\S.*)$/gm)].map((m) => ({
     action: m[1]!,
     arguments: m[2]!.trim(),
     description: m[3]!.trim(),
