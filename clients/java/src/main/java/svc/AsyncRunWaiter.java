@@ -96,7 +96,15 @@ final class AsyncRunWaiter {
                     break;
             }
         };
-        JSONObject sub = client.subscribe(app, new String[] { "STDOUT", "EXIT", "REMOVED" }, callback);
+        JSONObject sub;
+        try {
+            sub = client.subscribe(app, new String[] { "STDOUT", "EXIT", "REMOVED" }, callback);
+        } catch (SvcApiException e) {
+            if (e.getErrorCode() == SvcErrorCode.APP_NOT_FOUND) {
+                throw new AppRemovedException("application " + app + " was removed before its process exited");
+            }
+            throw e;
+        }
         String subscriptionId = sub.optString("subscription_id", "");
         Outcome result = null;
         try {

@@ -152,6 +152,10 @@ class OperationsTest {
             assertEquals("one\ntwo\n", text.toString());
             SvcApiException gone = apiError(SvcApiException.class, () -> c.getApp(run.getAppName()));
             assertEquals(SvcErrorCode.APP_NOT_FOUND, gone.getErrorCode(), "the run app is deleted after its exit");
+            // Waiting for a run whose app is already gone: app-removed, not an API error.
+            SvcClient.AppRun gone2 = c.runAppAsync(shell("sleep 300"), 60, 300);
+            assertTrue(c.deleteApp(gone2.getAppName()));
+            assertThrows(AppRemovedException.class, () -> c.waitForAsyncRun(gone2, null, 30));
             SvcClient.AppRun timed = c.runAppAsync(shell("sleep 300"), "PT5M", "PT10M");
             assertNull(c.waitForAsyncRunAsync(timed, null, Duration.ofMillis(300)).get(30, TimeUnit.SECONDS));
             assertTrue(c.deleteApp(timed.getAppName()), "a timed-out wait leaves the app");
