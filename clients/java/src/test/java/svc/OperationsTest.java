@@ -495,7 +495,9 @@ class OperationsTest {
             List<Long> at = new ArrayList<>(attempts);
             for (int i = 1; i < at.size(); i++) {
                 long gapMs = TimeUnit.NANOSECONDS.toMillis(at.get(i) - at.get(i - 1));
-                assertTrue(gapMs >= 90, "attempts " + i + " and " + (i + 1) + " only " + gapMs + " ms apart");
+                // The floor is 100 ms between attempt starts; the margin absorbs scheduling delay
+                // on a loaded machine (without a floor the local 403s would come ~1 ms apart).
+                assertTrue(gapMs >= 50, "attempts " + i + " and " + (i + 1) + " only " + gapMs + " ms apart");
             }
         }
     }
