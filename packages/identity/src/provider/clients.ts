@@ -8,6 +8,15 @@ export const API_AUDIENCE = 'svc-api';
 export const AUDIENCE_SCOPE = `audience:server:client_id:${API_AUDIENCE}`;
 /** The resource indicator (RFC 8707, an absolute URI) of the API; clients need not send it. */
 export const API_RESOURCE = 'urn:svc:api';
+/**
+ * Whether a resource indicator (RFC 8707) names svc's API: `urn:svc:api`, or the HTTPS address of
+ * an svc front door (`https://<host>[:port]`, with or without the MCP endpoint's `/mcp`), which MCP
+ * clients send as the canonical URI of the server they talk to (MCP authorization spec). Every one
+ * maps to the same audience, `svc-api`: the issuer does not know the host names operators use.
+ */
+export function isApiResource(resource: string): boolean {
+  return resource === API_RESOURCE || /^https:\/\/[A-Za-z0-9.[\]:-]{1,300}(?:\/mcp)?\/?$/.test(resource);
+}
 /** Access-token lifetime, seconds (spec: `exp - iat` = 900). */
 export const ACCESS_TOKEN_TTL = 900;
 
