@@ -88,18 +88,23 @@ function tokenOf(req: IncomingMessage, base: string): string {
 }
 
 function readBody(req: IncomingMessage): Promise<unknown> {
+  const tooLarge = (): HttpFailure =>
+    new HttpFailure(413, `request body over ${MAX_BODY_BYTES} bytes`, { connection: 'close' });
+  if (Number(req.headers['content-length'] ?? 0) > MAX_BODY_BYTES) return Promise.reject(tooLarge());
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
     req.on('data', (chunk: Buffer) => {
+      if (size > MAX_BODY_BYTES) return; // refused already: the rest is discarded, the socket closes after the answer
       size += chunk.length;
       if (size > MAX_BODY_BYTES) {
-        reject(new HttpFailure(413, `request body over ${MAX_BODY_BYTES} bytes`));
-        req.destroy();
+        chunks.length = 0;
+        reject(tooLarge());
       } else chunks.push(chunk);
     });
     req.on('error', reject);
     req.on('end', () => {
+      if (size > MAX_BODY_BYTES) return;
       try {
         resolve(JSON.parse(Buffer.concat(chunks).toString('utf8')));
       } catch {
@@ -244,7 +249,7 @@ export function createMcpEndpoint(options: McpEndpointOptions): McpEndpoint {
     if (sessions.size >= maxSessions) throw new HttpFailure(503, 'too many MCP sessions');
     if ([...sessions.values()].filter((s) => s.principal === principal).length >= perPrincipal)
       throw new HttpFailure(429, `at most ${perPrincipal} MCP sessions per principal`);
-    let session!: Session;
+    const session = { id: '', principal, token, lastSeen: Date.now() } as Session;
     const transport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => {
@@ -253,20 +258,14 @@ export function createMcpEndpoint(options: McpEndpointOptions): McpEndpoint {
       },
     });
     const server = newServer(() => session);
-    session = {
-      id: '',
-      principal,
-      token,
-      lastSeen: Date.now(),
-      transport,
-      server,
-      outputs: new OutputSubscriptions(
-        options.call,
-        () => session.token,
-        (uri) => server.sendResourceUpdated({ uri }),
-        (message) => options.log('info', message),
-      ),
-    };
+    session.transport = transport;
+    session.server = server;
+    session.outputs = new OutputSubscriptions(
+      options.call,
+      () => session.token,
+      (uri) => server.sendResourceUpdated({ uri }),
+      (message) => options.log('info', message),
+    );
     transport.onclose = () => {
       if (session.id !== '') sessions.delete(session.id);
       session.outputs.close();

@@ -31,7 +31,7 @@ class ScriptedProvider implements OAuthClientProvider {
   authorizationUrl: URL | undefined;
   #tokens: OAuthTokens | undefined;
   #verifier = '';
-  readonly redirectUrl = 'http://127.0.0.1:53682/callback';
+  redirectUrl = 'http://127.0.0.1:53682/callback';
   get clientMetadata(): OAuthClientMetadata {
     return {
       client_name: 'svc MCP test',
@@ -245,6 +245,17 @@ describe('MCP at the agent /mcp', () => {
     await client.unsubscribeResource({ uri: 'svc://app/mcp-ticker/output' });
   }, 60_000);
 
+  it('accepts the /oauth/callback loopback redirect of common MCP bridges (mcp-remote) on any port', async () => {
+    const provider = new ScriptedProvider();
+    provider.redirectUrl = 'http://localhost:3334/oauth/callback';
+    const transport = new StreamableHTTPClientTransport(mcpUrl, { authProvider: provider, fetch: caFetch });
+    const client = new Client({ name: 'svc-mcp-test', version: '1.0.0' });
+    await expect(client.connect(transport)).rejects.toBeInstanceOf(UnauthorizedError);
+    const page = await new FormBrowser().follow(provider.authorizationUrl!.href);
+    expect(page.status).toBe(200);
+    expect(page.html).toContain('Sign in to svc');
+  });
+
   it("gives a viewer's agent exactly the viewer's rights: it reads, it cannot register or run", async () => {
     const { client } = await signIn(info.auth!.users['svc-viewer']);
     const listed = await client.callTool({ name: 'list_applications', arguments: {} });
@@ -259,6 +270,65 @@ describe('MCP at the agent /mcp', () => {
       expect(result.isError, name).toBe(true);
       expect(textOf(result), name).toMatch(/HTTP 403/);
     }
+  }, 60_000);
+
+  it('gives the machine identity (svc-maintenance) its rights: control yes, registration no', async () => {
+    const client = await connect(staticProvider(info.tokens['svc-maintenance']));
+    const restarted = await client.callTool({
+      name: 'restart_application',
+      arguments: { name: 'mcp-ticker' },
+    });
+    expect(restarted.isError, textOf(restarted)).toBeFalsy();
+    const registered = await client.callTool({
+      name: 'register_application',
+      arguments: { name: 'machine-app', definition: { command: 'sleep 60' } },
+    });
+    expect(registered.isError).toBe(true);
+    expect(textOf(registered)).toMatch(/HTTP 403/);
+  }, 60_000);
+
+  it('answers malformed, oversized and hostile requests with a clear error and keeps serving', async () => {
+    const token = info.tokens['svc-admin'];
+    const post = (body: string, headers: Record<string, string> = {}): Promise<Response> =>
+      caFetch(mcpUrl, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${token}`,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          ...headers,
+        },
+        body,
+      });
+    expect((await post('{not json')).status).toBe(400);
+    expect((await post(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }))).status).toBe(400);
+    const listInSession = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' });
+    expect((await post(listInSession, { 'mcp-session-id': 'no-such-session' })).status).toBe(404);
+    const huge = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { x: 'a'.repeat(2_000_000) },
+    });
+    expect([413, 400]).toContain((await post(huge)).status);
+    expect(
+      (await caFetch(mcpUrl, { method: 'PUT', headers: { authorization: `Bearer ${token}` } })).status,
+    ).toBe(405);
+    expect((await post('{}', { authorization: 'Basic abc' })).status).toBe(401);
+    expect((await post('{}', { authorization: `Bearer ${'x'.repeat(20_000)}` })).status).toBe(401);
+    // A hostile tool argument reaches svcd encoded and comes back as the tool's error.
+    const client = await connect(staticProvider(token));
+    for (const name of ['../../svc/config', 'a/b', '%2e%2e', 'x'.repeat(500)]) {
+      const result = await client.callTool({ name: 'get_application', arguments: { name } });
+      expect(result.isError, name).toBe(true);
+      expect(textOf(result)).toMatch(/HTTP 4\d\d/);
+    }
+    const unknown = await client.callTool({ name: 'no_such_tool', arguments: {} }).then(
+      (result) => textOf(result),
+      (error: Error) => error.message,
+    );
+    expect(unknown).toMatch(/unknown tool/);
+    expect(textOf(await client.callTool({ name: 'whoami', arguments: {} }))).toContain('admin');
   }, 60_000);
 
   it("does not let one principal use another's session", async () => {

@@ -58,6 +58,13 @@ const LOOPBACK_REDIRECTS = [
   'http://[::1]/callback',
   'http://localhost/callback',
 ];
+/** MCP clients' loopback callbacks: `/callback` and `/oauth/callback` (mcp-remote, IDE assistants), any port. */
+const MCP_REDIRECTS = [
+  ...LOOPBACK_REDIRECTS,
+  'http://127.0.0.1/oauth/callback',
+  'http://[::1]/oauth/callback',
+  'http://localhost/oauth/callback',
+];
 
 export function clientMetadata(options: {
   automationSecret: string;
@@ -96,7 +103,7 @@ export function clientMetadata(options: {
       token_endpoint_auth_method: 'none',
       grant_types: interactive,
       response_types: ['code'],
-      redirect_uris: LOOPBACK_REDIRECTS,
+      redirect_uris: MCP_REDIRECTS,
     },
     {
       client_id: AUTOMATION_CLIENT_ID,
