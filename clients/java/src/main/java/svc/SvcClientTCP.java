@@ -105,7 +105,11 @@ public class SvcClientTCP extends PersistentSvcClient {
             SSLParameters params = socket.getSSLParameters();
             params.setEndpointIdentificationAlgorithm("HTTPS");
             socket.setSSLParameters(params);
+            // The handshake is bounded by the connect timeout; afterwards the reader waits without
+            // a cap (an idle connection with subscriptions is normal).
+            socket.setSoTimeout(Math.max(0, getConnectTimeoutMs()));
             socket.startHandshake();
+            socket.setSoTimeout(0);
         } catch (IOException e) {
             socket.close();
             throw e;

@@ -491,6 +491,19 @@ class ScriptedServerTest {
     }
 
     @Test
+    void aServerThatNeverCompletesTheHandshakeIsAConnectError() throws Exception {
+        try (java.net.ServerSocket silent = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress());
+                SvcClientTCP client = new SvcClientTCP.Builder().host("127.0.0.1").port(silent.getLocalPort())
+                        .caCert(caPem.toString()).jwtToken(TOKEN).connectTimeoutMs(500).build()) {
+            // The listener accepts the TCP connection (backlog) and never says anything.
+            CompletableFuture<ResponseMessage> call = client.requestAsync("GET", "/svc/self", null, null, null);
+            ExecutionException failed = org.junit.jupiter.api.Assertions.assertThrows(ExecutionException.class,
+                    () -> call.get(30, TimeUnit.SECONDS));
+            assertTrue(failed.getCause() instanceof TransportDisconnectedException, String.valueOf(failed.getCause()));
+        }
+    }
+
+    @Test
     void aMalformedMessageFromTheServerEndsTheConnection() throws Exception {
         try (ScriptedServer server = new ScriptedServer();
                 SvcClientTCP client = new SvcClientTCP.Builder().host("127.0.0.1").port(server.port())
