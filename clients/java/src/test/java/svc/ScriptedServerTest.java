@@ -301,13 +301,24 @@ class ScriptedServerTest {
                     return;
                 }
                 case "flood": {
+                    // 77,000 pushes: built from a string template (same shape as pushOf), not JSONObject.
                     JSONObject ids = e.getJSONObject("ids");
                     JSONObject seq = e.getJSONObject("sequences");
                     ByteArrayOutputStream all = new ByteArrayOutputStream();
+                    long n = 0;
                     for (long s = seq.getLong("from"); s <= seq.getLong("to"); s++) {
                         for (int i = 0; i < ids.getInt("count"); i++) {
-                            all.write(frame(pushOf(new JSONObject().put("subscription_id", ids.getString("prefix") + i)
-                                    .put("sequence", s))));
+                            String id = ids.getString("prefix") + i;
+                            ResponseMessage r = new ResponseMessage();
+                            r.uuid = "flood-push-" + n++;
+                            r.request_uri = MessageDemuxer.EVENT_URI;
+                            r.http_status = 200;
+                            r.body_msg_type = "application/json";
+                            r.headers.put("X-Subscription-Id", id);
+                            r.body = ("{\"subscription_id\":\"" + id + "\",\"event_type\":\"STDOUT\",\"app_name\":\"a\","
+                                    + "\"timestamp\":1767225600000,\"sequence\":" + s + ",\"data\":{}}")
+                                    .getBytes(StandardCharsets.UTF_8);
+                            all.write(frame(r));
                         }
                     }
                     server.write(all.toByteArray());
