@@ -54,7 +54,8 @@ class PersistentClient(SvcClient):
         self.receive_timeout = receive_timeout
         self._connect_lock = threading.Lock()
         self._demux: Demux | None = None
-        self._failed = False
+        self._last_demux: Demux | None = None
+        self._closed = False
         self._authenticated = False
 
     @abstractmethod
@@ -70,7 +71,8 @@ class PersistentClient(SvcClient):
 
     @property
     def demux_stats(self) -> DemuxStats | None:
-        demux = self._demux
+        """Counters of the demultiplexer of the current (or last closed) connection."""
+        demux = self._demux or self._last_demux
         return demux.stats() if demux is not None else None
 
     def _connection(self, token: str | None) -> Demux:
@@ -78,35 +80,34 @@ class PersistentClient(SvcClient):
             demux = self._demux
             if demux is not None and demux.running:
                 return demux
-            if self._failed:
+            if self._closed:
+                raise SvcConnectionError("the client is closed")
+            if demux is not None:  # stopped without being dropped: the connection was lost
                 raise SvcConnectionError("the connection was lost; call reconnect() to open a new one")
             transport = self._make_transport()
             transport.connect(token)
             self._authenticated = False
-            demux = Demux(transport, on_stop=self._on_demux_stop)
+            demux = Demux(transport)
             self._demux = demux
             demux.start()
             return demux
-
-    def _on_demux_stop(self) -> None:
-        self._failed = True
 
     def _drop_connection(self) -> None:
         """Close the connection deliberately (a new one opens on the next request)."""
         with self._connect_lock:
             demux, self._demux = self._demux, None
         if demux is not None:
+            self._last_demux = demux
             demux.stop()
             demux.join()
-        self._failed = False
 
     def reconnect(self) -> None:
         """Forget a lost (or open) connection; the next request opens a new one."""
         self._drop_connection()
 
     def close(self) -> None:
+        self._closed = True
         self._drop_connection()
-        self._failed = True
         super().close()
 
     def _after_token_rejected(self) -> None:

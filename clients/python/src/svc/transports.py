@@ -112,7 +112,10 @@ class TCPTransport(Transport):
 
     def connect(self, bearer: str | None) -> None:
         del bearer  # TCP has no handshake: the bearer travels in each request
-        raw = socket.create_connection(self.address, timeout=DEFAULT_CONNECT_TIMEOUT)
+        try:
+            raw = socket.create_connection(self.address, timeout=DEFAULT_CONNECT_TIMEOUT)
+        except OSError as error:
+            raise SvcConnectionError(f"TCP connect to {self} failed: {error}") from error
         try:
             raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             wrapped = self._context.wrap_socket(raw, server_hostname=self.address[0])
