@@ -90,11 +90,12 @@ _counter = 0
 _counter_lock = threading.Lock()
 
 
-def unique(prefix: str) -> str:
+def unique(*parts: str) -> str:
+    """A fresh app/label/role name for this test process."""
     global _counter
     with _counter_lock:
         _counter += 1
-        return f"py-{prefix}-{os.getpid()}-{_counter}"
+        return f"py-{'-'.join(parts)}-{os.getpid()}-{_counter}"
 
 
 def eventually(condition: Callable[[], bool], timeout: float = 30.0, what: str = "condition") -> None:
@@ -108,3 +109,30 @@ def eventually(condition: Callable[[], bool], timeout: float = 30.0, what: str =
 
 def load_json(relative: str) -> Any:
     return json.loads((SPEC / relative).read_text())
+
+
+# -- which operations the suite called -----------------------------------------------------------
+
+#: (method, path) of every request any client of this process sent, on any transport.
+SENT: list[tuple[str, str]] = []
+
+
+@pytest.fixture(scope="session", autouse=True)
+def record_operations() -> Iterator[None]:
+    from svc.client_http import SvcClient as Rest
+    from svc.client_persistent import PersistentClient as Persistent
+
+    originals = {cls: cls._send for cls in (Rest, Persistent)}
+
+    def recorder(original: Callable[..., Any]) -> Callable[..., Any]:
+        def send(self: Any, method: str, path: str, *args: Any, **kwargs: Any) -> Any:
+            SENT.append((method, path))
+            return original(self, method, path, *args, **kwargs)
+
+        return send
+
+    for cls, original in originals.items():
+        cls._send = recorder(original)  # type: ignore[method-assign]
+    yield
+    for cls, original in originals.items():
+        cls._send = original  # type: ignore[method-assign]
