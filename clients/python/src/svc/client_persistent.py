@@ -12,6 +12,7 @@ new connection, since the daemon pins the principal to the connection.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 import uuid
@@ -26,7 +27,7 @@ from .demux import AppEvent, Demux, DemuxStats, EventCallback
 from .errors import SvcConnectionError, SvcError
 from .messages import MessageError, RequestMessage
 from .token_provider import TokenProvider
-from .transports import DEFAULT_RECEIVE_TIMEOUT, TCPTransport, Transport, WSSTransport
+from .transports import DEFAULT_RECEIVE_TIMEOUT, TCPTransport, Transport, UpgradeRefused, WSSTransport
 
 __all__ = ["PersistentClient", "SvcClientTCP", "SvcClientWSS"]
 
@@ -118,7 +119,8 @@ class PersistentClient(SvcClient):
         created and no push can be mistaken for an answer."""
         provider = self._token_provider
         token = provider.get_access_token() if provider is not None else None
-        self._connection(token)
+        with contextlib.suppress(UpgradeRefused):  # the request that follows answers it as a 401/403
+            self._connection(token)
 
     # -- sending --------------------------------------------------------------------------------
 
@@ -147,7 +149,13 @@ class PersistentClient(SvcClient):
             sent["Authorization"] = f"Bearer {token}"
         if self._forward_to:
             sent["X-Target-Host"] = self._forward_to
-        demux = self._connection(token)
+        try:
+            demux = self._connection(token)
+        except UpgradeRefused as refused:
+            # Answered like any 401/403, so the token pipeline refreshes (401) or raises.
+            code = "unauthorized" if refused.status == 401 else "forbidden"
+            body = f'{{"error": "{code}", "message": "{refused}"}}'.encode()
+            return SvcResponse(refused.status, {"Content-Type": "application/json"}, body)
         if not self._authenticated and len(body) > _PRE_AUTH_MAX_BYTES and token:
             # The daemon takes at most 1 MiB before the connection authenticated: authenticate first.
             self._send("GET", "/svc/principal/self", {}, {}, None, token, None)

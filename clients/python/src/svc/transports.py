@@ -51,6 +51,14 @@ def ssl_context(ssl_verify: SslVerify, client_cert: ClientCert = None) -> ssl.SS
     return context
 
 
+class UpgradeRefused(SvcConnectionError):
+    """The WSS upgrade was answered 401 or 403: an authentication answer, not a network failure."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(f"WSS upgrade refused: HTTP {status}")
+        self.status = status
+
+
 class Transport(ABC):
     """One persistent connection carrying whole message bodies."""
 
@@ -225,6 +233,8 @@ class WSSTransport(Transport):
             )
         except Exception as error:  # websocket-client raises many types (handshake status, OSError, ssl)
             status = getattr(error, "status_code", None)
+            if isinstance(status, int) and status in (401, 403):
+                raise UpgradeRefused(status) from error
             raise SvcConnectionError(f"WSS connect to {self} failed{f' (HTTP {status})' if status else ''}") from error
         ws.settimeout(self.receive_timeout)
         self._ws = ws
