@@ -7,19 +7,23 @@ verify TLS by default (system CAs, or the CA file/directory given as ``ssl_verif
 from __future__ import annotations
 
 import contextlib
+import select
 import socket
 import ssl
 import threading
+import time
 from abc import ABC, abstractmethod
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from .errors import SvcConnectionError
 from .framing import CLIENT_MAX_BODY_BYTES, FrameDecoder, FrameError, encode_frame
 
 __all__ = ["SslVerify", "TCPTransport", "Transport", "WSSTransport", "ssl_context"]
 
+_T = TypeVar("_T")
 SslVerify = bool | str
 ClientCert = str | tuple[str, str] | None
 
@@ -29,9 +33,73 @@ DEFAULT_CONNECT_TIMEOUT = 30.0
 _READ_CHUNK = 256 * 1024
 
 
+class _SerializedSSLSocket(ssl.SSLSocket):
+    """A TLS socket safe for one reader thread and concurrent writer threads.
+
+    OpenSSL forbids using one connection from two threads at once, yet the demultiplexer reads
+    while requests are written. Every TLS read, write and handshake step runs under one lock on a
+    non-blocking socket; waiting for the network (select) happens outside the lock, so a reader
+    idling for pushes never holds up a writer. ``settimeout`` sets how long a call may wait.
+    """
+
+    def _svc_state(self) -> tuple[threading.Lock, float | None]:
+        state = self.__dict__.get("_svc")
+        if state is None:
+            state = self.__dict__.setdefault("_svc", [threading.Lock(), None])
+        return state[0], state[1]
+
+    def settimeout(self, value: float | None) -> None:
+        self._svc_state()
+        self.__dict__["_svc"][1] = value
+        super().settimeout(0.0)
+
+    def gettimeout(self) -> float | None:
+        return self._svc_state()[1]
+
+    def _svc_wait(self, write: bool, deadline: float | None) -> None:
+        remaining = None if deadline is None else deadline - time.monotonic()
+        if remaining is not None and remaining <= 0:
+            raise TimeoutError("timed out")
+        readable, writable, _ = select.select([] if write else [self], [self] if write else [], [], remaining)
+        if not readable and not writable:
+            raise TimeoutError("timed out")
+
+    def _svc_call(self, call: Callable[[], _T]) -> _T:
+        lock, timeout = self._svc_state()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            with lock:
+                try:
+                    return call()
+                except ssl.SSLWantReadError:
+                    write = False
+                except (ssl.SSLWantWriteError, BlockingIOError):
+                    write = True
+            if not write and self.pending():
+                continue
+            self._svc_wait(write, deadline)
+
+    def do_handshake(self, block: bool = False) -> None:
+        self._svc_call(lambda: super(_SerializedSSLSocket, self).do_handshake(block))
+
+    def recv(self, buflen: int = 1024, flags: int = 0) -> bytes:
+        return self._svc_call(lambda: super(_SerializedSSLSocket, self).recv(buflen, flags))
+
+    def send(self, data: Any, flags: int = 0) -> int:
+        return self._svc_call(lambda: super(_SerializedSSLSocket, self).send(data, flags))
+
+    def sendall(self, data: Any, flags: int = 0) -> None:
+        view = memoryview(data).cast("B")
+        while view:
+            sent = self.send(view, flags)
+            view = view[sent:]
+
+
 def ssl_context(ssl_verify: SslVerify, client_cert: ClientCert = None) -> ssl.SSLContext:
-    """A client TLS context: verification on unless ``ssl_verify`` is ``False``."""
+    """A client TLS context: verification on unless ``ssl_verify`` is ``False``; its sockets are
+    ``_SerializedSSLSocket``s."""
     context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH)
+    context.sslsocket_class = _SerializedSSLSocket
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     if ssl_verify is False:
         context.check_hostname = False
