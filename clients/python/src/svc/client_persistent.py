@@ -19,10 +19,10 @@ import uuid
 from abc import abstractmethod
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 from .app import App, AppRun, OutputHandler
-from .client_http import Method, SvcClient, SvcResponse
+from .client_http import Method, SubscriptionResult, SvcClient, SvcResponse
 from .demux import AppEvent, Demux, DemuxStats, EventCallback
 from .errors import SvcConnectionError, SvcError
 from .messages import MessageError, RequestMessage
@@ -195,7 +195,9 @@ class PersistentClient(SvcClient):
         if demux is not None:
             demux.unregister(subscription_id)
 
-    def subscribe(self, app_name: str, events: list[str] | None = None, callback: EventCallback | None = None) -> Any:
+    def subscribe(
+        self, app_name: str, events: list[str] | None = None, callback: EventCallback | None = None
+    ) -> SubscriptionResult:
         self._ensure_connected()
         return super().subscribe(app_name, events, callback)
 
