@@ -277,3 +277,38 @@ def check(expect: dict[str, Any], results: dict[str, Any], client: svc.SvcClient
 def test_every_transcript_is_run() -> None:
     assert [s["id"] for s in SCENARIOS] == ["S1", "S2", "S4", "S5", "S7"]
     assert Path(SPEC / "conformance").is_dir()
+
+
+@pytest.mark.parametrize("announced", [1024 * 1024 * 1024 + 1, 0xFFFFFFFF])
+def test_a_frame_above_the_receive_bound_is_a_disconnect(
+    server: ScriptedServer, certificate: tuple[str, str], announced: int
+) -> None:
+    client = svc.SvcClientTCP(("127.0.0.1", server.port), ssl_verify=certificate[0], bearer_token="t")  # noqa: S106
+    accepting = threading.Thread(target=server.accept)
+    accepting.start()
+    client._ensure_connected()
+    accepting.join(30)
+    pending = background(lambda: client.request("GET", "/svc/self"))
+    server.read_request()
+    assert server.conn is not None
+    server.conn.sendall(b"\x07\xc7\x07\xf8" + announced.to_bytes(4, "big"))  # a header only
+    with pytest.raises(svc.SvcConnectionError):
+        pending.result(timeout=10)
+    eventually(lambda: not client.connected, what="the connection to close")
+    client.close()
+
+
+@pytest.mark.parametrize("garbage", [b"GET / HTTP/1.1\r\n\r\n", b"\xde\xad\xbe\xef\x00\x00\x00\x01\x00"])
+def test_a_bad_magic_is_a_disconnect(server: ScriptedServer, certificate: tuple[str, str], garbage: bytes) -> None:
+    client = svc.SvcClientTCP(("127.0.0.1", server.port), ssl_verify=certificate[0], bearer_token="t")  # noqa: S106
+    accepting = threading.Thread(target=server.accept)
+    accepting.start()
+    client._ensure_connected()
+    accepting.join(30)
+    pending = background(lambda: client.request("GET", "/svc/self"))
+    server.read_request()
+    assert server.conn is not None
+    server.conn.sendall(garbage)
+    with pytest.raises(svc.SvcConnectionError):
+        pending.result(timeout=10)
+    client.close()

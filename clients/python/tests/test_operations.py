@@ -187,3 +187,34 @@ def test_worker_operations_refuse_a_bogus_process_key(served: Served, transport:
     with pytest.raises(svc.SvcError):
         worker.send_task_result(b"x")
     worker.close()
+
+
+@pytest.mark.parametrize("transport", PERSISTENT)
+def test_a_large_first_request_authenticates_the_connection_first(
+    served: Served, tmp_path: Path, transport: str
+) -> None:
+    """The daemon takes at most 1 MiB before a connection authenticated: a 3 MiB upload as the very
+    first request of a new connection still succeeds."""
+    source = tmp_path / "big.bin"
+    source.write_bytes(os.urandom(3 * 1024 * 1024))
+    client = make_client(served, transport)
+    remote = tmp_path / f"big-remote-{transport}.bin"
+    client.upload_file(str(source), str(remote))
+    assert remote.read_bytes() == source.read_bytes()
+    client.close()
+
+
+@pytest.mark.parametrize(
+    "base_url",
+    ["", "ftp://host", "https://user:pw@host", "https://host/?q=1", "https://host:99999", "not a url"],
+)
+def test_hostile_base_urls_are_refused(base_url: str) -> None:
+    with pytest.raises(ValueError, match="base_url"):
+        svc.SvcClient(base_url, ssl_verify=False)
+
+
+def test_hostile_names_stay_one_path_segment(client: SvcClient) -> None:
+    for name in ("../applications", "a/b", "x?y=1", "%2e%2e", "a" * 5000):
+        with pytest.raises(svc.SvcRequestError) as caught:
+            client.get_app(name)
+        assert caught.value.status_code in (400, 404), caught.value
