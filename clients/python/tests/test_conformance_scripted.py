@@ -312,3 +312,28 @@ def test_a_bad_magic_is_a_disconnect(server: ScriptedServer, certificate: tuple[
     with pytest.raises(svc.SvcConnectionError):
         pending.result(timeout=10)
     client.close()
+
+
+def test_forwarding_sends_the_target_and_the_bearer_in_each_request(
+    server: ScriptedServer, certificate: tuple[str, str]
+) -> None:
+    client = svc.SvcClientTCP(("127.0.0.1", server.port), ssl_verify=certificate[0], bearer_token="tok")  # noqa: S106
+    accepting = threading.Thread(target=server.accept)
+    accepting.start()
+    client._ensure_connected()
+    accepting.join(30)
+    client.forward_to = "node-b:6059"
+    for _ in range(2):
+        pending = background(lambda: client.request("GET", "/svc/applications"))
+        request = server.read_request()
+        assert request.headers["X-Target-Host"] == "node-b:6059"
+        assert request.headers["Authorization"] == "Bearer tok"
+        server.write(server.answer_body(request, 200, []))
+        assert pending.result(timeout=10).json() == []
+    client.forward_to = None
+    pending = background(lambda: client.request("GET", "/svc/applications"))
+    request = server.read_request()
+    assert "X-Target-Host" not in request.headers
+    server.write(server.answer_body(request, 200, []))
+    pending.result(timeout=10)
+    client.close()
