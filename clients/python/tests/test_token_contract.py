@@ -3,6 +3,8 @@ after 403; a static provider never refreshes. Against a real svcd on every trans
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from conftest import SENT, Served, make_client, unique
 
@@ -122,3 +124,16 @@ def test_tls_is_verified_by_default(served: Served, transport: str) -> None:
     with pytest.raises(svc.SvcConnectionError):
         client.list_apps()
     client.close()
+
+
+def test_default_ca_discovery(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from svc.client_http import SvcClient as Rest
+
+    monkeypatch.setattr(Rest, "_DEFAULT_SSL_DIR", tmp_path / "none")
+    monkeypatch.setattr(Rest, "_PACKAGED_CA", tmp_path / "packaged.pem")
+    assert Rest._resolve_ssl_verify(None) is True  # nothing installed: the system CAs
+    (tmp_path / "packaged.pem").write_text("x")
+    assert Rest._resolve_ssl_verify(None) == str(tmp_path / "packaged.pem")
+    assert Rest._resolve_ssl_verify(False) is False
+    with pytest.raises(ValueError, match="does not exist"):
+        Rest._resolve_ssl_verify(str(tmp_path / "missing.pem"))

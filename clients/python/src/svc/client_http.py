@@ -94,7 +94,8 @@ def _segment(value: str) -> str:
 class SvcClient:
     """Client of the svc API over HTTPS REST.
 
-    ``ssl_verify``: ``None`` uses ``/opt/svc/ssl/ca.pem`` when it exists, else the system CAs;
+    ``ssl_verify``: ``None`` uses ``/opt/svc/ssl/ca.pem`` or a packaged install's
+    ``/var/lib/svc/work/ssl/ca.pem`` when readable, else the system CAs;
     ``True`` the system CAs; a path a CA file or directory; ``False`` turns verification off (only
     when asked). Authentication: ``bearer_token`` (static) or ``token_provider`` (refreshable).
     """
@@ -102,6 +103,8 @@ class SvcClient:
     supports_events = False
 
     _DEFAULT_SSL_DIR = Path("c:/local/svc/ssl" if os.name == "nt" else "/opt/svc/ssl")
+    #: The CA of a packaged install (SVC_HOME=/var/lib/svc), used when readable.
+    _PACKAGED_CA = Path("/var/lib/svc/work/ssl/ca.pem")
     _DURATION_TWO_DAYS_ISO = "P2D"
     _DURATION_TWO_DAYS_HALF_ISO = "P2DT12H"
     _USER_AGENT = "svc/python"
@@ -137,8 +140,10 @@ class SvcClient:
     @classmethod
     def _resolve_ssl_verify(cls, ssl_verify: SslVerify) -> bool | str:
         if ssl_verify is None:
-            ca = cls._DEFAULT_SSL_DIR / "ca.pem"
-            return str(ca) if ca.exists() else True
+            for ca in (cls._DEFAULT_SSL_DIR / "ca.pem", cls._PACKAGED_CA):
+                if ca.is_file() and os.access(ca, os.R_OK):
+                    return str(ca)
+            return True
         if isinstance(ssl_verify, str):
             if ssl_verify == "":
                 return False
