@@ -196,3 +196,84 @@ def test_revocation_is_best_effort_and_forgets(builtin: Served) -> None:
         again.refresh()
     assert caught.value.error == "invalid_grant"
     assert again.tokens == {}  # a dead refresh token is dropped
+
+
+def _offline(**kwargs: Any) -> svc.OAuthClient:
+    provider = svc.OAuthClient(None, issuer="https://issuer.example/auth", discover=False, **kwargs)
+    provider.metadata = {
+        "issuer": "https://issuer.example/auth",
+        "authorization_endpoint": "https://issuer.example/auth/auth",
+        "token_endpoint": "https://issuer.example/auth/token",
+    }
+    return provider
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "",
+        "code=c",
+        "state=&code=c",
+        "state={s}&state={s}&code=c",
+        "state={s}",
+        "state={s}&code=",
+        "state={s}&code=a&code=b",
+        "state=" + "x" * 100_000 + "&code=c",
+        "state=%00%ff&code=c",
+    ],
+)
+def test_hostile_callbacks_are_refused_before_any_exchange(query: str) -> None:
+    provider = _offline()
+    request = provider.authorization_request(REDIRECT)
+    with pytest.raises(svc.OAuthError):
+        provider.complete_authorization_callback(f"{REDIRECT}?{query.format(s=request['state'])}")
+    assert provider.tokens == {}  # nothing was exchanged (the issuer is not even reachable)
+
+
+def test_the_state_is_single_use_even_when_the_callback_fails() -> None:
+    provider = _offline()
+    request = provider.authorization_request(REDIRECT)
+    with pytest.raises(svc.OAuthError, match="redirect URI"):
+        provider.complete_authorization_callback(f"http://127.0.0.1:9/other?code=c&state={request['state']}")
+    with pytest.raises(svc.OAuthError, match="unknown or already used"):
+        provider.complete_authorization_callback(f"{REDIRECT}?code=c&state={request['state']}")
+
+
+def test_an_expired_authorization_request_is_refused() -> None:
+    now = [1000.0]
+    provider = _offline(clock=lambda: now[0])
+    request = provider.authorization_request(REDIRECT)
+    now[0] += provider.AUTHORIZATION_REQUEST_LIFETIME + 1
+    with pytest.raises(svc.OAuthError, match="expired"):
+        provider.complete_authorization_callback(f"{REDIRECT}?code=c&state={request['state']}")
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {},
+        {"access_token": ""},
+        {"access_token": "a", "token_type": "mac"},
+        {"access_token": "a", "expires_in": -5},
+        {"access_token": "a", "expires_in": "soon"},
+    ],
+)
+def test_malformed_token_answers_are_refused(answer: dict[str, Any]) -> None:
+    with pytest.raises(svc.OAuthError):
+        _offline()._install(answer)
+
+
+def test_pkce_challenge_and_scope() -> None:
+    import base64
+    import hashlib
+    from urllib import parse
+
+    provider = _offline()
+    request = provider.authorization_request(REDIRECT)
+    query = dict(parse.parse_qsl(parse.urlsplit(request["authorization_url"]).query))
+    digest = hashlib.sha256(request["code_verifier"].encode()).digest()
+    assert query["code_challenge"] == base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+    assert query["code_challenge_method"] == "S256"
+    assert query["scope"].split()[0] == "openid"
+    assert "audience:server:client_id:svc-api" in query["scope"].split()
+    assert _offline(refresh_token=False)._scope().count("offline_access") == 0
