@@ -120,6 +120,18 @@ export const AppView = z
     adopted: z.boolean().optional(),
     output_captured: z.boolean().optional(),
     transient: z.boolean().optional(),
+    cluster: z
+      .boolean()
+      .optional()
+      .meta({
+        description: 'a cluster application placed on this node (change it through /svc/cluster/app/{name})',
+      }),
+    cluster_conflict: z
+      .string()
+      .optional()
+      .meta({
+        description: 'a cluster task of this name is placed on this node but this local app keeps the name',
+      }),
     resource_limit_status: z.string().optional(),
   })
   .meta({ id: 'AppView' });

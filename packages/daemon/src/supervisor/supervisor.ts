@@ -15,6 +15,13 @@ import type { AppDefinition } from '../model/app-definition.ts';
 import { othersAccess, parseAppDefinition, toPublicView } from '../model/app-definition.ts';
 import type { SecretCrypter } from '../model/secret-crypter.ts';
 import { AppStore, refuseReservedName } from './app-store.ts';
+import { createClusterApps, type ClusterApps } from './cluster-apps.ts';
+import {
+  loadStartupDefinitions,
+  refuseForeignChange,
+  startupSource,
+  type DefinitionSource,
+} from './definition-sources.ts';
 import { findDependencyCycle, unmetDependencies } from './dependencies.ts';
 import { HealthChecker } from './health.ts';
 import { AppLifecycle } from './lifecycle.ts';
@@ -88,6 +95,11 @@ export interface SupervisorOptions {
   cgroupRoot?: string;
   /** Period of the liveness poll of adopted processes (default 250 ms). */
   adoptedPollMs?: number;
+  /**
+   * Cluster mode: the peer services' variables (`SVC_SERVICE_<APP>_ADDR`) added to the environment
+   * of every non-system process at its start (cluster/services.ts).
+   */
+  peerEnvironment?: () => Record<string, string>;
 }
 
 export interface Supervisor extends SupervisorApi {
@@ -96,6 +108,8 @@ export interface Supervisor extends SupervisorApi {
   verifyProcessKey(name: string, key: string): 'ok' | 'superseded' | 'unknown';
   /** Lifecycle state of an app (tests, diagnostics). */
   state(name: string): string | undefined;
+  /** The cluster source of definitions: what the cluster worker applies and withdraws. */
+  cluster: ClusterApps;
 }
 
 const DEFAULT_STOP_GRACE_MS = 5_000;
@@ -168,6 +182,8 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
   const keyOf = (uuid: string): string => createHmac('sha256', secret).update(uuid).digest('hex');
 
   const apps = new Map<string, AppLifecycle>();
+  /** Source of every app's definition (definition-sources.ts). */
+  const sources = new Map<string, DefinitionSource>();
   const limitStatus = new Map<string, string>();
   const cpuSamples = new Map<string, { ticks: number; at: number; uuid: string }>();
   const listeners = new Set<(event: SupervisorEvent) => void>();
@@ -287,13 +303,15 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
     emit({ type: 'REMOVED', app: app.name });
     app.markRemoved();
     apps.delete(app.name);
+    const source = sources.get(app.name);
+    sources.delete(app.name);
     health.untrack(app.name);
     limiter.release(app.name);
     limitStatus.delete(app.name);
     cpuSamples.delete(app.name);
     adopted.delete(app);
     output.remove(app.name);
-    if (!app.def.system && deleteFile) await store.delete(app.name);
+    if (source === 'local' && deleteFile) await store.delete(app.name);
     snapshot.schedule();
   };
 
@@ -348,6 +366,8 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
       env['SVC_APPLICATION_NAME'] = app.name;
       env['SVC_LAUNCH_TIME'] = new Date(now()).toISOString();
       env['SVC_DAEMON_URL'] = options.daemonUrl;
+      if (!app.def.system && options.peerEnvironment !== undefined)
+        Object.assign(env, options.peerEnvironment());
       const fd = output.openForProcess(app.name, processUuid, app.def.stdout_backup_count);
       // The child holds its own copy of the fd once spawned; ours is closed right after.
       queueMicrotask(() => closeSync(fd));
@@ -410,6 +430,76 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
       );
     },
   };
+
+  /**
+   * Starts a new app, or replaces the definition of `existing` (stopped first). A local definition
+   * is written durably (concurrently with the spawn of a new app, before the spawn of a
+   * replacement) and the call returns only after both; a cluster definition is not stored here.
+   */
+  const install = async (
+    def: AppDefinition,
+    existing: AppLifecycle | undefined,
+    source: 'local' | 'cluster',
+  ): Promise<AppView> => {
+    // The durable write runs while the process is spawned; the call returns only after both,
+    // so an acknowledged definition is never lost. If the write fails, the start is undone.
+    const saved = source === 'local' ? store.save(def) : Promise.resolve();
+    saved.catch(() => undefined); // awaited below, possibly after a stop: never "unhandled"
+    if (existing === undefined) {
+      const app = new AppLifecycle(def, host);
+      apps.set(def.name, app);
+      sources.set(def.name, source);
+      output.restore(def.name, undefined);
+      app.decide();
+      try {
+        await saved;
+      } catch (error) {
+        await removeNow(app, false);
+        throw error;
+      }
+      return view(app, false);
+    }
+    await existing.stop('replace');
+    // Unlike a new registration, a replacement spawns only once its definition is durable: a
+    // crash in between would otherwise leave the next daemon adopting (by its environment) a
+    // process of the unacknowledged definition while supervising it with the previous one.
+    try {
+      await saved;
+    } catch (error) {
+      // Not stored: the previous definition (still on disk) runs again.
+      existing.resetForRun();
+      existing.decide();
+      snapshot.schedule();
+      throw error;
+    }
+    existing.def = def;
+    existing.transient = undefined;
+    existing.resetForRun();
+    limitStatus.delete(def.name);
+    existing.decide();
+    snapshot.schedule();
+    return view(existing, false);
+  };
+
+  const clusterApps = createClusterApps({
+    logger,
+    now,
+    sourceOf: (name) => sources.get(name),
+    install: (def) =>
+      serial(def.name, async () => {
+        const existing = apps.get(def.name);
+        if (existing !== undefined && sources.get(def.name) !== 'cluster') return 'conflict';
+        await install(def, existing, 'cluster');
+        return existing === undefined ? 'started' : 'replaced';
+      }),
+    remove: (name) =>
+      serial(name, async () => {
+        const app = apps.get(name);
+        if (app === undefined || sources.get(name) !== 'cluster') return false;
+        await removeNow(app);
+        return true;
+      }),
+  });
 
   /**
    * The app view. `usage` adds memory/cpu of the process group (read from /proc, bounded): only for
@@ -478,6 +568,9 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
         limitStatus.get(app.name) ?? (limiter.status === 'supported' ? 'not applied yet' : limiter.status);
     }
     if (app.transient !== undefined) v['transient'] = true;
+    if (sources.get(app.name) === 'cluster') v['cluster'] = true;
+    const conflict = clusterApps.conflict(app.name);
+    if (conflict !== undefined) v['cluster_conflict'] = conflict;
     return v;
   };
 
@@ -517,6 +610,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
     if (app === undefined) {
       app = new AppLifecycle(def, host);
       apps.set(def.name, app);
+      sources.set(def.name, 'local');
       output.restore(def.name, undefined);
     } else {
       await app.stop('replace');
@@ -539,13 +633,6 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
     const app = apps.get(name);
     if (app === undefined) throw new SvcError('app_not_found', `no application named ${name}`);
     return app;
-  };
-  const notSystem = (app: AppLifecycle, what: string): void => {
-    if (app.def.system)
-      throw new SvcError(
-        'system_app',
-        `${app.name} is a system application and cannot be ${what} through the API`,
-      );
   };
 
   /**
@@ -715,34 +802,12 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
   }
 
   // ---- load: bundled system apps, registered apps, snapshot --------------------------------------
-  const loaded: AppDefinition[] = [];
-  if (options.bundledAppsDir !== undefined) {
-    const bundled = await new AppStore(options.bundledAppsDir, options.crypter, { trusted: true }).loadAll();
-    for (const error of bundled.errors) logger.error('bundled application file rejected', error);
-    const wanted = bundled.apps.filter((def) => options.skipBundled?.(def.name) !== true);
-    for (const def of wanted) {
-      def.system = true;
-      if (def.working_dir === undefined && options.systemCwd !== undefined)
-        def.working_dir = options.systemCwd;
-    }
-    loaded.push(...wanted);
-  }
-  const stored = await store.loadAll();
-  for (const error of stored.errors) logger.error('application file rejected (left in place)', error);
-  for (const entry of stored.migrated) {
-    if (entry.error === undefined)
-      logger.info('application file rewritten with App Mesh 3.0 field names', entry);
-    else logger.error('application file of the old shape could not be rewritten (still loaded)', entry);
-  }
-  for (const def of stored.apps) {
-    if (loaded.some((d) => d.name === def.name))
-      logger.warn('registered app shadowed by a bundled system app', { app: def.name });
-    else loaded.push(def);
-  }
+  const loaded = await loadStartupDefinitions(options, store, options.crypter, logger);
   const previous = await readSnapshot(join(workDir, '.snapshot'), logger);
   for (const def of loaded) {
     const app = new AppLifecycle(def, host);
     apps.set(def.name, app);
+    sources.set(def.name, startupSource(def));
     const saved = previous?.apps[def.name];
     output.restore(def.name, saved?.outputs);
     if (saved !== undefined) {
@@ -817,7 +882,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
       refuseReservedName(parsed.name);
       return serial(parsed.name, async () => {
         const existing = apps.get(parsed.name);
-        if (existing?.def.system === true) notSystem(existing, 'replaced');
+        if (existing !== undefined) refuseForeignChange(parsed.name, sources.get(parsed.name), 'replaced');
         const def =
           existing === undefined
             ? parsed
@@ -838,52 +903,17 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
         )
           delete def.pid;
         if (def.pid !== undefined) return adoptByPid(def, existing);
-        // The durable write runs while the process is spawned; the call returns only after both,
-        // so an acknowledged definition is never lost. If the write fails, the start is undone.
-        const saved = store.save(def);
-        saved.catch(() => undefined); // awaited below, possibly after a stop: never "unhandled"
-        if (existing === undefined) {
-          const app = new AppLifecycle(def, host);
-          apps.set(def.name, app);
-          output.restore(def.name, undefined);
-          app.decide();
-          try {
-            await saved;
-          } catch (error) {
-            await removeNow(app, false);
-            throw error;
-          }
-          return view(app, false);
-        }
-        await existing.stop('replace');
-        // Unlike a new registration, a replacement spawns only once its definition is durable: a
-        // crash in between would otherwise leave the next daemon adopting (by its environment) a
-        // process of the unacknowledged definition while supervising it with the previous one.
-        try {
-          await saved;
-        } catch (error) {
-          // Not stored: the previous definition (still on disk) runs again.
-          existing.resetForRun();
-          existing.decide();
-          snapshot.schedule();
-          throw error;
-        }
-        existing.def = def;
-        existing.transient = undefined;
-        existing.resetForRun();
-        limitStatus.delete(def.name);
-        existing.decide();
-        snapshot.schedule();
-        return view(existing, false);
+        return install(def, existing, 'local');
       });
     },
     async remove(name) {
       const app = mustGet(name);
-      notSystem(app, 'removed');
+      refuseForeignChange(name, sources.get(name), 'removed');
       await serial(name, () => removeNow(app));
     },
     async enable(name) {
       const app = mustGet(name);
+      if (sources.get(name) === 'cluster') refuseForeignChange(name, 'cluster', 'enabled');
       if (app.def.system) return serial(name, () => Promise.resolve(startSystemApp(app)));
       return serial(name, async () => {
         const previousEnabled = app.def.enabled;
@@ -911,6 +941,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
     },
     async disable(name) {
       const app = mustGet(name);
+      if (sources.get(name) === 'cluster') refuseForeignChange(name, 'cluster', 'disabled');
       return serial(name, async () => {
         const previousEnabled = app.def.enabled;
         if (previousEnabled) {
@@ -1028,6 +1059,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
     state(name) {
       return apps.get(name)?.state;
     },
+    cluster: clusterApps,
   };
 
   async function startTransient(
@@ -1062,6 +1094,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
         timeoutAt: timeout > 0 ? t + timeout * 1000 : undefined,
       };
       apps.set(def.name, app);
+      sources.set(def.name, 'local');
       output.restore(def.name, undefined);
       app.decide();
       try {
