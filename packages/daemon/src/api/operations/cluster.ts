@@ -22,12 +22,12 @@ export const MAX_TASK_BYTES = 256 * 1024;
 const MAX_CONDITIONS = 64;
 
 function clusterOf(services: Services): ClusterApi {
-  if (services.cluster === undefined)
+  if (services.clusterApi === undefined)
     throw new SvcError(
       'not_found',
       'cluster mode is off on this node: set SVC_REGISTRY_URL (or Registry.Url) to use /svc/cluster/*',
     );
-  return services.cluster;
+  return services.clusterApi;
 }
 
 const taskNotFound = (name: string): SvcError =>
