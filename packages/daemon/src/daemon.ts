@@ -220,7 +220,11 @@ export async function startDaemon(
   const tcpPort = await listen(tcp, config.tcpPort, config.listenAddress);
   restBaseUrl = `https://${urlHost(config.listenAddress)}:${restPort}`;
 
+  // Cluster mode: the peer variables (SVC_SERVICE_<APP>_ADDR) come from the service registry, which
+  // starts once the node has joined (below).
+  const peers = { environment: (): Record<string, string> => ({}) };
   const supervisor = await createSupervisor({
+    ...(config.cluster === undefined ? {} : { peerEnvironment: () => peers.environment() }),
     workDir: work,
     crypter,
     daemonUrl: restBaseUrl,
@@ -274,6 +278,12 @@ export async function startDaemon(
           logger,
         });
   const stopLabelWatch = hostConfig.onLabels(() => void cluster?.refreshReport());
+  // Cluster apps (worker nodes), service records and the /svc/cluster/* registry view.
+  const workerSide =
+    cluster === undefined
+      ? undefined
+      : (await import('./cluster/worker-side.ts')).startWorkerSide(cluster, supervisor.cluster, logger);
+  if (workerSide !== undefined) peers.environment = () => workerSide.services.environment();
 
   const services: Services = {
     config,
@@ -287,6 +297,7 @@ export async function startDaemon(
     metrics,
     restBaseUrl: () => restBaseUrl,
     ...(cluster === undefined ? {} : { cluster }),
+    ...(workerSide === undefined ? {} : { clusterApi: workerSide.api }),
   };
   const router = new Router(operations);
   const forwarder = await createForwarder({ config, tls, tcpPort: () => tcpPort, logger });
@@ -404,6 +415,7 @@ export async function startDaemon(
         });
         await step('leave the cluster', async () => {
           stopLabelWatch();
+          await workerSide?.close();
           await cluster?.close();
         });
         await step('detach supervisor', () => supervisor.detach());

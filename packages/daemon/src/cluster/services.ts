@@ -78,7 +78,7 @@ export function createServiceRegistry(options: {
       const record = parseRecord(ServiceRecordSchema, value);
       if (rest.length !== 2 || rest[0] === '' || rest[1] === '' || record === undefined) continue;
       let replicas = next.get(rest[0]!);
-      if (replicas === undefined) next.set(rest[0]!, (replicas = new Map()));
+      if (replicas === undefined) next.set(rest[0]!, (replicas = new Map<string, ServiceRecord>()));
       replicas.set(rest[1]!, record);
     }
     cache = next;

@@ -2,7 +2,7 @@
 // cluster, the node reports and the topology. They read and write the registry (cluster/cluster-api.ts);
 // a stand-alone daemon answers 404 `not_found` saying cluster mode is off.
 import { SvcError } from '@svc/protocol';
-import * as z from 'zod';
+import type * as z from 'zod';
 import type { ClusterApi } from '../../cluster/cluster-api.ts';
 import { parseAppDefinition } from '../../model/app-definition.ts';
 import { json } from '../responses.ts';
