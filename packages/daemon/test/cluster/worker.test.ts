@@ -86,9 +86,9 @@ describe('cluster worker', () => {
     ] as const) {
       const r = await api('w1').call(method, path, { token, ...(body === undefined ? {} : { body }) });
       expect(r.status, `${method} ${path}`).toBe(409);
-      const body = r.json<{ error: string; message: string }>();
-      expect(body.error).toBe('conflict');
-      expect(body.message).toContain('/svc/cluster/app/web');
+      const answer = r.json<{ error: string; message: string }>();
+      expect(answer.error).toBe('conflict');
+      expect(answer.message).toContain('/svc/cluster/app/web');
     }
     const listed = await api('w2').call('GET', '/svc/cluster/applications', { token });
     expect(listed.json<Record<string, { placements: unknown }>>()['web']!.placements).toEqual([
