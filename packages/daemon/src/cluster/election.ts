@@ -105,12 +105,7 @@ export function startElection(options: ElectionOptions): Election {
 
   /** Resolves when `key` is deleted (watched from `fromRevision` on), or rejects when cancelled. */
   const waitForDelete = async (key: string, fromRevision: string, mine: number): Promise<void> => {
-    const watcher = await client
-      .watch()
-      .key(key)
-      .startRevision(fromRevision)
-      .only('delete')
-      .create();
+    const watcher = await client.watch().key(key).startRevision(fromRevision).only('delete').create();
     watchers.add(watcher);
     try {
       check(mine);
@@ -155,11 +150,7 @@ export function startElection(options: ElectionOptions): Election {
         check(mine);
         const predecessor = before.kvs[0];
         if (predecessor === undefined) break;
-        await waitForDelete(
-          predecessor.key.toString(),
-          String(BigInt(before.header.revision) + 1n),
-          mine,
-        );
+        await waitForDelete(predecessor.key.toString(), String(BigInt(before.header.revision) + 1n), mine);
         check(mine);
       }
       // Our own key may have gone while we waited (lease lost): never lead without it.
@@ -182,7 +173,9 @@ export function startElection(options: ElectionOptions): Election {
     }
   };
 
-  const offDown = session.onDown(() => restart('the registry lease is about to expire (keepalives unanswered)'));
+  const offDown = session.onDown(() =>
+    restart('the registry lease is about to expire (keepalives unanswered)'),
+  );
   const offLease = session.onLease(() => restart('the registry session has a new lease'));
   scheduleCampaign(0);
 
@@ -199,7 +192,11 @@ export function startElection(options: ElectionOptions): Election {
       const last = term;
       stepDown('stopping');
       abandonWaits();
-      if (last !== undefined) await client.delete().key(last.key).catch(() => undefined);
+      if (last !== undefined)
+        await client
+          .delete()
+          .key(last.key)
+          .catch(() => undefined);
     },
   };
 }

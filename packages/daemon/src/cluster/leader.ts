@@ -87,7 +87,9 @@ export async function readSnapshot(client: Etcd3): Promise<RegistrySnapshot> {
     client.getAll().prefix(KEYS.nodesPrefix).revision(revision).strings(),
     client.getAll().prefix(KEYS.topologyPrefix).revision(revision).strings(),
   ]);
-  const taskValues = Object.fromEntries(tasksResponse.kvs.map((kv) => [kv.key.toString(), kv.value.toString()]));
+  const taskValues = Object.fromEntries(
+    tasksResponse.kvs.map((kv) => [kv.key.toString(), kv.value.toString()]),
+  );
   const tasks = parsePrefix(taskValues, KEYS.tasksPrefix, (v) => parseRecord(ClusterTaskSchema, v));
   const current = parsePrefix(topology, KEYS.topologyPrefix, (v) => parseRecord(HostTopologySchema, v));
   return {
@@ -125,7 +127,9 @@ export function startLeaderLoop(options: LeaderLoopOptions): LeaderLoop {
 
   const writeFenced = async (put: Topology, remove: readonly string[]): Promise<boolean> => {
     const ops = [
-      ...Object.entries(put).map(([host, entries]) => client.put(KEYS.topology(host)).value(JSON.stringify(entries))),
+      ...Object.entries(put).map(([host, entries]) =>
+        client.put(KEYS.topology(host)).value(JSON.stringify(entries)),
+      ),
       ...remove.map((host) => client.delete().key(KEYS.topology(host))),
     ];
     for (let i = 0; i < ops.length; i += MAX_OPS_PER_TXN) {
@@ -141,7 +145,12 @@ export function startLeaderLoop(options: LeaderLoopOptions): LeaderLoop {
   const onePass = async (): Promise<void> => {
     const snapshot = await readSnapshot(client);
     if (stopped) return;
-    const next = schedule({ tasks: snapshot.tasks, nodes: snapshot.nodes, current: snapshot.current, now: now() });
+    const next = schedule({
+      tasks: snapshot.tasks,
+      nodes: snapshot.nodes,
+      current: snapshot.current,
+      now: now(),
+    });
     const { put, remove } = topologyWrites(snapshot, next);
     const written = Object.keys(put).length;
     if (written + remove.length === 0) return;

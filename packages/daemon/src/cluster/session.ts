@@ -100,8 +100,7 @@ export async function openRegistrySession(options: RegistrySessionOptions): Prom
   let retryTimer: NodeJS.Timeout | undefined;
   let delay = RETRY_MIN_MS;
 
-  const alive = (): boolean =>
-    leaseId !== undefined && now() < validUntil - ttlMs * (1 - ALIVE_SHARE);
+  const alive = (): boolean => leaseId !== undefined && now() < validUntil - ttlMs * (1 - ALIVE_SHARE);
 
   const checkDown = (): void => {
     const current = alive();
@@ -188,7 +187,10 @@ export async function openRegistrySession(options: RegistrySessionOptions): Prom
     () => {
       checkDown();
       if (lease !== undefined && now() > validUntil) {
-        log('warn', 'registry lease expired by the session estimate (no keepalive answered); granting a new one');
+        log(
+          'warn',
+          'registry lease expired by the session estimate (no keepalive answered); granting a new one',
+        );
         drop(lease);
         retry();
       }

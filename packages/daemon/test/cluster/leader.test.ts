@@ -3,7 +3,13 @@
 // in the topology, and after a kill -9 of the leader exactly one new leader takes over and never
 // more replicas than `replication` are placed once settled.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HostTopologySchema, KEYS, parseRecord, type ClusterTask, type Topology } from '../../src/cluster/records.ts';
+import {
+  HostTopologySchema,
+  KEYS,
+  parseRecord,
+  type ClusterTask,
+  type Topology,
+} from '../../src/cluster/records.ts';
 import { startCluster, type TestCluster } from './harness.ts';
 import { waitFor } from '../helpers/wait-for.ts';
 
@@ -59,7 +65,9 @@ describe('cluster leader', () => {
 
   it('places tasks written to the registry: replication kept, conditions honoured', async () => {
     await cluster.registry.put(KEYS.task('web')).value(JSON.stringify(task('web', 2)));
-    await cluster.registry.put(KEYS.task('east-only')).value(JSON.stringify(task('east-only', 5, { zone: 'east' })));
+    await cluster.registry
+      .put(KEYS.task('east-only'))
+      .value(JSON.stringify(task('east-only', 5, { zone: 'east' })));
     const topo = await waitFor(
       async () => {
         const t = await topology(cluster);
@@ -69,7 +77,8 @@ describe('cluster leader', () => {
     );
     expect(replicas(topo, 'east-only')).toEqual(['lead-a', 'lead-c']);
     for (const entries of Object.values(topo))
-      for (const entry of entries) expect(entry.schedule_time).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\+00$/);
+      for (const entry of entries)
+        expect(entry.schedule_time).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\+00$/);
     // replication 0: the task stays defined, nothing placed.
     await cluster.registry.put(KEYS.task('web')).value(JSON.stringify(task('web', 0)));
     await waitFor(async () => replicas(await topology(cluster), 'web').length === 0, {
@@ -108,7 +117,11 @@ describe('cluster leader', () => {
     expect(settled[old]).toBeUndefined();
     const reports = await cluster.nodeReports();
     expect(reports[old]).toBeUndefined();
-    expect(Object.entries(reports).filter(([, r]) => r.leader).map(([h]) => h)).toEqual([next]);
+    expect(
+      Object.entries(reports)
+        .filter(([, r]) => r.leader)
+        .map(([h]) => h),
+    ).toEqual([next]);
     // The old leader comes back as a follower: the new one keeps leading.
     await cluster.node(old).restart();
     await cluster.waitForReports([old]);
