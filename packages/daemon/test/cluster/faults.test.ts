@@ -115,9 +115,8 @@ describe('etcd killed and restarted', () => {
       { timeoutMs: 20_000, intervalMs: 50, what: 'keep placed' },
     );
     const hosts = ['reg-a', 'reg-b', 'reg-c'];
-    const leases = Object.fromEntries(
-      await Promise.all(hosts.map(async (host) => [host, await leaseOf(cluster, KEYS.node(host))])),
-    );
+    const leases = new Map<string, string | undefined>();
+    for (const host of hosts) leases.set(host, await leaseOf(cluster, KEYS.node(host)));
 
     await cluster.stopEtcd('SIGKILL');
     // Down for longer than the TTL as each node sees it: every session gives its lease up.
@@ -138,7 +137,7 @@ describe('etcd killed and restarted', () => {
       async () => {
         for (const host of hosts) {
           const lease = await leaseOf(cluster, KEYS.node(host));
-          if (lease === undefined || lease === leases[host]) return false;
+          if (lease === undefined || lease === leases.get(host)) return false;
         }
         return true;
       },
