@@ -4,6 +4,8 @@
 import { readFile } from 'node:fs/promises';
 import type { ClusterConfig } from '../config/registry-config.ts';
 import type { Logger } from '../log/logger.ts';
+import { startElection, type Election } from './election.ts';
+import { startLeaderLoop, type LeaderLoop, type PassResult } from './leader.ts';
 import { hostFacts, nodeReport, type HostFacts } from './node-report.ts';
 import { KEYS, type NodeReport } from './records.ts';
 import { openRegistrySession, type RegistrySession, type RegistryTls } from './session.ts';
@@ -19,6 +21,18 @@ export interface ClusterOptions {
   resourceIntervalMs?: number;
 }
 
+/** What this node is in the cluster right now. */
+export interface ClusterStatus {
+  host: string;
+  main: boolean;
+  worker: boolean;
+  leader: boolean;
+  /** The registry session's lease, while one is granted. */
+  lease: string | undefined;
+  /** False while the registry is unreachable (by the session's lease estimate). */
+  connected: boolean;
+}
+
 export interface ClusterNode {
   readonly session: RegistrySession;
   readonly hostName: string;
@@ -27,6 +41,9 @@ export interface ClusterNode {
   report(): NodeReport;
   /** Recomputes the report and writes it when it changed (labels, resources, leadership). */
   refreshReport(): Promise<void>;
+  status(): ClusterStatus;
+  /** Called after each leader pass that wrote topology (tests and the benchmark). */
+  onPass(listener: (result: PassResult) => void): () => void;
   close(): Promise<void>;
 }
 
@@ -61,15 +78,54 @@ export async function startCluster(options: ClusterOptions): Promise<ClusterNode
       facts,
     });
 
-  const refreshReport = async (): Promise<void> => {
-    current = compute();
-    const text = JSON.stringify(current);
-    if (text === written) return;
-    written = text;
-    await session.putOwned(KEYS.node(hostName), text);
+  // Serialised, so that two quick changes (elected, then deposed) reach etcd in their order.
+  let writing: Promise<void> = Promise.resolve();
+  const refreshReport = (): Promise<void> => {
+    writing = writing.then(async () => {
+      current = compute();
+      const text = JSON.stringify(current);
+      if (text === written) return;
+      written = text;
+      await session.putOwned(KEYS.node(hostName), text);
+    });
+    return writing;
   };
 
   await refreshReport();
+
+  // Main nodes run for leader; the leader runs the scheduling loop while its term lasts.
+  const passListeners = new Set<(result: PassResult) => void>();
+  let loop: LeaderLoop | undefined;
+  let election: Election | undefined;
+  if (config.isMainNode) {
+    const electionLog = (level: 'info' | 'warn', message: string, fields?: Record<string, unknown>): void =>
+      log[level](message, fields);
+    election = startElection({
+      session,
+      value: hostName,
+      log: electionLog,
+      onElected(fence) {
+        leader = true;
+        void refreshReport();
+        loop = startLeaderLoop({
+          client: session.client,
+          fence,
+          log: electionLog,
+          onDeposed: (reason) => election?.deposed(reason),
+          periodicMs: config.sessionTtlSeconds * 1000,
+          onPass: (result) => {
+            for (const listener of passListeners) listener(result);
+          },
+        });
+      },
+      onDeposed() {
+        leader = false;
+        void loop?.stop();
+        loop = undefined;
+        void refreshReport();
+      },
+    });
+  }
   const resourceTimer = setInterval(() => {
     facts = hostFacts();
     void refreshReport();
@@ -89,9 +145,21 @@ export async function startCluster(options: ClusterOptions): Promise<ClusterNode
     config,
     report: () => current,
     refreshReport,
+    status: () => ({
+      host: hostName,
+      main: config.isMainNode,
+      worker: config.isWorkerNode,
+      leader,
+      lease: session.leaseId(),
+      connected: session.alive(),
+    }),
+    onPass(listener) {
+      passListeners.add(listener);
+      return () => passListeners.delete(listener);
+    },
     async close() {
       clearInterval(resourceTimer);
-      leader = false;
+      await election?.stop();
       await session.close();
     },
   };

@@ -228,7 +228,12 @@ export class HostConfigStore {
       throw new SvcError('bad_request', 'REST.SSL: CertFile and KeyFile are both required');
     if (next.Registry !== undefined)
       try {
-        clusterConfigOf(this.#config.home, next.Registry, {}, (message) => new SvcError('bad_request', message));
+        clusterConfigOf(
+          this.#config.home,
+          next.Registry,
+          {},
+          (message) => new SvcError('bad_request', message),
+        );
       } catch (error) {
         if (error instanceof SvcError) throw error;
         throw new SvcError('bad_request', 'Registry: not a valid cluster configuration');

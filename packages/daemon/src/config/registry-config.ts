@@ -82,8 +82,7 @@ export function clusterConfigOf(
   if (sessionTtlSeconds < 2) throw fail('Registry.SessionTTL: at least 2 seconds in cluster mode');
   const secure = urls[0]!.startsWith('https://');
   const ssl = registry.SSL ?? undefined;
-  if (!secure && ssl !== undefined)
-    throw fail(`Registry.SSL is set but ${source} is not https://`);
+  if (!secure && ssl !== undefined) throw fail(`Registry.SSL is set but ${source} is not https://`);
   if (ssl !== undefined && (ssl.CertFile === undefined) !== (ssl.KeyFile === undefined))
     throw fail('Registry.SSL: CertFile and KeyFile go together (a client certificate and its key)');
   const file = (path: string | undefined): string | undefined =>

@@ -21,6 +21,7 @@ import {
 } from '@svc/testkit';
 import { KEYS, NodeReportSchema, parseRecord, type NodeReport } from '../../src/cluster/records.ts';
 import { waitFor } from '../helpers/wait-for.ts';
+import { startTcpProxy, type TcpProxy } from './tcp-proxy.ts';
 
 export interface ClusterNodeSpec {
   /** SVC_HOST_NAME: the node's identity in the registry. */
@@ -31,8 +32,8 @@ export interface ClusterNodeSpec {
   worker?: boolean;
   /** Labels section of the node's config.yaml. */
   labels?: Record<string, string>;
-  /** Another registry URL for this node (e.g. a TCP proxy in front of etcd); default etcd's. */
-  registryUrl?: string;
+  /** Reach etcd through a TCP proxy of its own (`cluster.proxy(host)`), for partition tests. */
+  viaProxy?: boolean;
   /** More environment for svcd. */
   env?: Record<string, string>;
   /** More files under SVC_HOME (e.g. `apps/<name>.yaml`). */
@@ -67,6 +68,8 @@ export interface TestCluster {
   readonly registry: Etcd3;
   readonly nodes: readonly TestClusterNode[];
   node(host: string): TestClusterNode;
+  /** The TCP proxy between a `viaProxy` node and etcd. */
+  proxy(host: string): TcpProxy;
   /** Adds and starts one more node. */
   addNode(spec: ClusterNodeSpec): Promise<TestClusterNode>;
   get(key: string): Promise<string | undefined>;
@@ -111,6 +114,7 @@ export async function startCluster(options: ClusterHarnessOptions): Promise<Test
   const issuer = await startTestIssuer();
   const registry = new Etcd3({ hosts: etcd.url, dialTimeout: 3_000 });
   const nodes: TestClusterNode[] = [];
+  const proxies = new Map<string, TcpProxy>();
   /** The first node's work dir: every later node copies its TLS material (one CA). */
   let tlsSource: string | undefined;
 
@@ -122,13 +126,14 @@ export async function startCluster(options: ClusterHarnessOptions): Promise<Test
       files: { 'config/config.yaml': configYaml(spec, ttlSeconds), ...spec.files },
       env: {
         SVC_HOST_NAME: spec.host,
-        SVC_REGISTRY_URL: spec.registryUrl ?? etcd.url,
+        SVC_REGISTRY_URL: proxies.get(spec.host)?.url ?? etcd.url,
         ...spec.env,
       },
     });
 
   const addNode = async (spec: ClusterNodeSpec): Promise<TestClusterNode> => {
     if (nodes.some((node) => node.host === spec.host)) throw new Error(`duplicate host ${spec.host}`);
+    if (spec.viaProxy === true) proxies.set(spec.host, await startTcpProxy(etcd.clientPort));
     let daemon = await launch(spec, undefined);
     tlsSource ??= daemon.workDir;
     let alive = true;
@@ -194,6 +199,11 @@ export async function startCluster(options: ClusterHarnessOptions): Promise<Test
       if (found === undefined) throw new Error(`no node ${host}`);
       return found;
     },
+    proxy(host) {
+      const found = proxies.get(host);
+      if (found === undefined) throw new Error(`node ${host} has no proxy (viaProxy)`);
+      return found;
+    },
     addNode,
     get: async (key) => (await registry.get(key).string()) ?? undefined,
     list,
@@ -226,6 +236,7 @@ export async function startCluster(options: ClusterHarnessOptions): Promise<Test
       const homes = nodes.map((node) => node.daemon.home);
       await Promise.all(nodes.map((node) => node.daemon.close().catch(() => undefined)));
       registry.close();
+      await Promise.all([...proxies.values()].map((proxy) => proxy.close()));
       await etcd.close();
       await issuer.close();
       await Promise.all(homes.map((home) => rm(home, { recursive: true, force: true })));
