@@ -282,7 +282,9 @@ export async function startDaemon(
   const workerSide =
     cluster === undefined
       ? undefined
-      : (await import('./cluster/worker-side.ts')).startWorkerSide(cluster, supervisor.cluster, logger);
+      : await (
+          await import('./cluster/worker-side.ts')
+        ).startWorkerSide(cluster, supervisor.cluster, tcpPort, logger);
   if (workerSide !== undefined) peers.environment = () => workerSide.services.environment();
 
   const services: Services = {
@@ -302,6 +304,8 @@ export async function startDaemon(
   const router = new Router(operations);
   const forwarder = await createForwarder({ config, tls, tcpPort: () => tcpPort, logger });
   upgradeTarget.check = (header) => forwarder.checkUpgradeTarget(header);
+  // Cluster mode: X-Target-Host may name any registered node.
+  if (workerSide !== undefined) forwarder.targets.addProvider(workerSide.targets.provider);
   const resolver: AccessResolver = {
     app: (name) => supervisor.access(name),
     subscription: (id) => events.owner(id),

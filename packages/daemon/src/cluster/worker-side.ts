@@ -1,10 +1,12 @@
 // The application side of one cluster node, started by daemon.ts after the node joined: the
 // service registry (every node: its processes get the peer variables), the worker that follows the
-// schedule (worker nodes only) and the registry view of the /svc/cluster/* operations.
+// schedule (worker nodes only), the registered nodes as X-Target-Host targets and the registry view
+// of the /svc/cluster/* operations.
 import type { Logger } from '../log/logger.ts';
 import type { ClusterApps } from '../supervisor/cluster-apps.ts';
 import type { ClusterNode } from './cluster.ts';
 import { createClusterApi, type ClusterApi } from './cluster-api.ts';
+import { startNodeTargets, type NodeTargets } from './node-targets.ts';
 import { createServiceRegistry, type ServiceRegistry } from './services.ts';
 import { startClusterWorker, type ClusterWorker } from './worker.ts';
 
@@ -12,11 +14,25 @@ export interface WorkerSide {
   api: ClusterApi;
   services: ServiceRegistry;
   worker: ClusterWorker | undefined;
+  /** Registered nodes as forward targets (add `targets.provider` to the forwarder). */
+  targets: NodeTargets;
   close(): Promise<void>;
 }
 
-export function startWorkerSide(node: ClusterNode, apps: ClusterApps, logger: Logger): WorkerSide {
+export async function startWorkerSide(
+  node: ClusterNode,
+  apps: ClusterApps,
+  tcpPort: number,
+  logger: Logger,
+): Promise<WorkerSide> {
   const client = node.session.client;
+  const svcHost = new URL(node.report().svc).hostname;
+  const targets = await startNodeTargets({
+    session: node.session,
+    hostName: node.hostName,
+    endpoint: { tcp_host: svcHost.startsWith('[') ? svcHost.slice(1, -1) : svcHost, tcp_port: tcpPort },
+    logger,
+  });
   const services = createServiceRegistry({
     session: node.session,
     hostName: node.hostName,
@@ -30,7 +46,9 @@ export function startWorkerSide(node: ClusterNode, apps: ClusterApps, logger: Lo
     api: createClusterApi(client),
     services,
     worker,
+    targets,
     async close() {
+      await targets.close();
       await worker?.close();
       await services.close();
     },

@@ -160,4 +160,31 @@ describe('cluster worker', () => {
     });
     expect((await appOn('w2', 'dup'))?.['command']).toBe('sleep 600');
   });
+
+  it('forwards X-Target-Host to a registered node by host name or TCP address, and to nothing else', async () => {
+    const w2 = cluster.node('w2').daemon;
+    const names = async (headers: Record<string, string>): Promise<number | string[]> => {
+      const r = await api('w1').call('GET', '/svc/applications', { token, headers });
+      return r.status === 200 ? r.json<{ name: string }[]>().map((app) => app.name) : r.status;
+    };
+    await waitFor(async () => (await cluster.get(KEYS.endpoint('w2'))) !== undefined, {
+      what: 'w2 endpoint',
+    });
+    // `dup` is a local app of w2 only.
+    expect(await names({ 'x-target-host': 'w2' })).toContain('dup');
+    expect(await names({ 'x-target-host': `127.0.0.1:${w2.tcpPort}` })).toContain('dup');
+    expect(await names({})).not.toContain('dup');
+    const refused = await api('w1').call('GET', '/svc/applications', {
+      token,
+      headers: { 'x-target-host': 'w9' },
+    });
+    expect(refused.status).toBe(403);
+    expect(refused.json<{ error: string }>().error).toBe('target_not_allowed');
+    // A registered address with another port is not a registered node.
+    const otherPort = await api('w1').call('GET', '/svc/applications', {
+      token,
+      headers: { 'x-target-host': `127.0.0.1:${w2.tcpPort === 1 ? 2 : w2.tcpPort - 1}` },
+    });
+    expect(otherPort.status).toBe(403);
+  });
 });
