@@ -37,21 +37,33 @@ export interface ClusterApi {
 
 /** Registry calls from the API give up after this long (a client never hangs on a dead etcd). */
 const REGISTRY_CALL_MS = 5_000;
+/** Pause between attempts while the client reconnects (after an etcd restart the first calls fail fast). */
+const RETRY_MS = 200;
 
+/**
+ * Runs `call`, retrying failures until REGISTRY_CALL_MS have passed, then 503 `unavailable`. Every
+ * call here is idempotent (reads, a put of a whole value, a delete), so a retry after an answer
+ * that was lost is harmless.
+ */
 async function bounded<T>(what: string, call: () => Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([
-      call(),
-      new Promise<never>((_resolve, reject) => {
-        timer = setTimeout(() => reject(new Error('timed out')), REGISTRY_CALL_MS);
-      }),
-    ]);
-  } catch (error) {
-    if (error instanceof SvcError) throw error;
-    throw new SvcError('unavailable', `the cluster registry did not answer (${what}); try again`);
-  } finally {
-    clearTimeout(timer);
+  const deadline = Date.now() + REGISTRY_CALL_MS;
+  for (;;) {
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      return await Promise.race([
+        call(),
+        new Promise<never>((_resolve, reject) => {
+          timer = setTimeout(() => reject(new Error('timed out')), Math.max(1, deadline - Date.now()));
+        }),
+      ]);
+    } catch (error) {
+      if (error instanceof SvcError) throw error;
+      if (Date.now() + RETRY_MS >= deadline)
+        throw new SvcError('unavailable', `the cluster registry did not answer (${what}); try again`);
+    } finally {
+      clearTimeout(timer);
+    }
+    await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
   }
 }
 

@@ -22,10 +22,13 @@ export function watchRegistry(
   let retry: NodeJS.Timeout | undefined;
   const what = 'prefix' in target ? target.prefix : target.key;
 
+  /**
+   * A watcher that emitted `error` is gone already (etcd cancelled it, e.g. for a compacted
+   * revision): it is dropped, never cancelled again — etcd3 1.1.2 answers the cancel response of an
+   * unknown watcher with an exception thrown on its gRPC stream, which would end the daemon.
+   */
   const restart = (): void => {
-    const old = watcher;
     watcher = undefined;
-    void old?.cancel().catch(() => undefined);
     if (closed || retry !== undefined) return;
     retry = setTimeout(() => {
       retry = undefined;

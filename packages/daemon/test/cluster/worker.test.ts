@@ -23,10 +23,11 @@ describe('cluster worker', () => {
       nodes: [
         { host: 'w1', main: false },
         { host: 'w2', main: false },
+        { host: 'w3', main: false, viaProxy: true },
       ],
       ttlSeconds: 3,
     });
-    await cluster.waitForReports(['w1', 'w2']);
+    await cluster.waitForReports(['w1', 'w2', 'w3']);
     token = await cluster.node('w1').daemon.token('admin');
   }, 120_000);
   afterAll(async () => {
@@ -186,5 +187,63 @@ describe('cluster worker', () => {
       headers: { 'x-target-host': `127.0.0.1:${w2.tcpPort === 1 ? 2 : w2.tcpPort - 1}` },
     });
     expect(otherPort.status).toBe(403);
+  });
+
+  it('catches up after a partition from etcd during which its watched revision was compacted', async () => {
+    await defineTask('before-cut', { content: { command: 'sleep 600' } });
+    await place('w3', ['before-cut']);
+    await waitFor(async () => (await appOn('w3', 'before-cut'))?.['state'] === 'running', {
+      timeoutMs: 30_000,
+      what: 'before-cut running on w3',
+    });
+    cluster.proxy('w3').cut();
+    await defineTask('after-cut', { content: { command: 'sleep 600' } });
+    await place('w3', ['after-cut']);
+    // History up to now is gone: a watch resuming from before the cut is cancelled (compacted).
+    const revision = (await cluster.registry.get(KEYS.topology('w3')).exec()).header.revision;
+    await cluster.registry.kv.compact({ revision, physical: true });
+    // Still cut off: w3 keeps what it runs.
+    expect((await appOn('w3', 'before-cut'))?.['state']).toBe('running');
+    cluster.proxy('w3').heal();
+    await waitFor(
+      async () =>
+        (await appOn('w3', 'after-cut'))?.['state'] === 'running' &&
+        (await appOn('w3', 'before-cut')) === undefined,
+      { timeoutMs: 30_000, what: 'w3 on the schedule written while it was cut off' },
+    );
+  });
+
+  it('keeps its cluster apps through an etcd restart and registers its records again', async () => {
+    const port = await freePort();
+    await defineTask('steady', { port, content: { command: 'sleep 600' } });
+    await place('w1', ['steady']);
+    const pid = await waitFor(
+      async () => {
+        const app = await appOn('w1', 'steady');
+        return app?.['state'] === 'running' ? app['pid'] : undefined;
+      },
+      { timeoutMs: 30_000, what: 'steady running on w1' },
+    );
+    await waitFor(() => cluster.get(KEYS.service('steady', 'w1')), { what: 'steady service record' });
+    await cluster.stopEtcd('SIGKILL');
+    // Service and endpoint records are on the lease: after an outage longer than the TTL they come
+    // back on the node's new lease.
+    await cluster.startEtcd();
+    await waitFor(async () => (await cluster.get(KEYS.service('steady', 'w1'))) !== undefined, {
+      timeoutMs: 30_000,
+      what: 'steady service record after the restart',
+    });
+    await waitFor(async () => (await cluster.get(KEYS.endpoint('w1'))) !== undefined, {
+      timeoutMs: 30_000,
+      what: 'w1 endpoint after the restart',
+    });
+    expect((await appOn('w1', 'steady'))?.['pid']).toBe(pid);
+    // The watches work again: a new placement is applied.
+    await defineTask('after-restart', { content: { command: 'sleep 600' } });
+    await place('w1', ['steady', 'after-restart']);
+    await waitFor(async () => (await appOn('w1', 'after-restart'))?.['state'] === 'running', {
+      timeoutMs: 30_000,
+      what: 'after-restart running on w1',
+    });
   });
 });
