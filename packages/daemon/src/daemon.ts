@@ -85,6 +85,15 @@ function urlHost(address: string): string {
   return address.includes(':') ? `[${address}]` : address;
 }
 
+/**
+ * The `svc` address of this node's report: the listen address, or the host name when svcd listens
+ * on every interface (peers cannot reach 0.0.0.0).
+ */
+function nodeSvcUrl(config: DaemonConfig, restPort: number): string {
+  const any = ['0.0.0.0', '::', ''].includes(config.listenAddress);
+  return `https://${any ? config.hostName : urlHost(config.listenAddress)}:${restPort}`;
+}
+
 export async function startDaemon(
   config: DaemonConfig,
   options: { logToStderr?: boolean } = {},
@@ -251,6 +260,21 @@ export async function startDaemon(
   const tasks = new TaskQueues();
   const unlinkTasks = linkTasksToSupervisor(tasks, supervisor);
 
+  // Cluster mode (SVC_REGISTRY_URL / Registry.Url): the registry session and the node report.
+  const cluster =
+    config.cluster === undefined
+      ? undefined
+      : await (
+          await import('./cluster/cluster.ts')
+        ).startCluster({
+          config: config.cluster,
+          hostName: config.hostName,
+          svcUrl: () => nodeSvcUrl(config, restPort),
+          labels: () => hostConfig.labels,
+          logger,
+        });
+  const stopLabelWatch = hostConfig.onLabels(() => void cluster?.refreshReport());
+
   const services: Services = {
     config,
     hostConfig,
@@ -262,6 +286,7 @@ export async function startDaemon(
     logger,
     metrics,
     restBaseUrl: () => restBaseUrl,
+    ...(cluster === undefined ? {} : { cluster }),
   };
   const router = new Router(operations);
   const forwarder = await createForwarder({ config, tls, tcpPort: () => tcpPort, logger });
@@ -376,6 +401,10 @@ export async function startDaemon(
           stopPortsMerge();
           stopAdminPortsMerge();
           stopAgentPortsMerge();
+        });
+        await step('leave the cluster', async () => {
+          stopLabelWatch();
+          await cluster?.close();
         });
         await step('detach supervisor', () => supervisor.detach());
         await step('remove pid file', () => rm(pidFile, { force: true }));
