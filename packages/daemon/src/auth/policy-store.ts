@@ -627,9 +627,9 @@ export class PolicyStore {
   adopt(document: PolicyDocument): Promise<void> {
     return this.#enqueue(async () => {
       const authority = this.#authority;
+      // A local edit not shared yet is shared first; what that commits arrives as the next document.
       if (authority !== undefined && !sameStamp(await stampOf(this.file), this.#stamp)) {
-        await this.#commitShared(authority, () => false);
-        return;
+        if (await this.#commitShared(authority, () => false)) return;
       }
       const state = stateOf(document);
       if (serializePolicy(state) === serializePolicy(this.#state)) return;
@@ -663,7 +663,7 @@ export class PolicyStore {
    * Cluster mode: applies the file's local edits (since it was last written) and `change` to the
    * shared policy in one commit, then enforces and caches what was committed.
    */
-  async #commitShared(authority: PolicyAuthority, change: (draft: PolicyState) => boolean): Promise<void> {
+  async #commitShared(authority: PolicyAuthority, change: (draft: PolicyState) => boolean): Promise<boolean> {
     const edits = await this.#localEdits();
     const committed = await authority.update((current) => {
       const draft = stateOf(current);
@@ -675,11 +675,12 @@ export class PolicyStore {
         this.#stamp = edits.stamp;
         this.#base = edits.file;
       }
-      return;
+      return false;
     }
     const state = stateOf(committed);
     this.#publish(state);
     await this.#writeCache(state);
+    return true;
   }
 
   /** The file as edited by someone else since our last write, or undefined. */
