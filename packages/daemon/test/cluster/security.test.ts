@@ -15,10 +15,23 @@ describe('cluster security in sync', () => {
   let admin: string;
   beforeAll(async () => {
     cluster = await startCluster({
-      nodes: [{ host: 'sec-a' }, { host: 'sec-b', main: false }, { host: 'sec-c', main: false }],
+      nodes: [
+        { host: 'sec-a' },
+        { host: 'sec-b', main: false },
+        { host: 'sec-c', main: false },
+        // Registry.EnableRegistrySecurity: false keeps this node's policy its own.
+        {
+          host: 'sec-local',
+          main: false,
+          files: {
+            'config/config.yaml':
+              'Registry:\n  IsMainNode: false\n  IsWorkerNode: true\n  SessionTTL: 3\n  EnableRegistrySecurity: false\n',
+          },
+        },
+      ],
       ttlSeconds: 3,
     });
-    await cluster.waitForReports(['sec-a', 'sec-b', 'sec-c']);
+    await cluster.waitForReports(['sec-a', 'sec-b', 'sec-c', 'sec-local']);
     admin = await cluster.node('sec-a').daemon.token('admin');
     // Every node has adopted the shared policy once its own seed principals are in etcd.
     await waitFor(async () => (await cluster.get(KEYS.securityPrincipal('test-admin'))) !== undefined, {
@@ -99,6 +112,22 @@ describe('cluster security in sync', () => {
     const roles = await call('sec-c', 'GET', '/svc/roles', await cluster.node('sec-c').daemon.token('admin'));
     expect(roles.json<Record<string, string[]>>()['watcher']).toEqual(['app-view-all', 'app-delete']);
   }, 90_000);
+
+  it('leaves the policy of a node with EnableRegistrySecurity: false alone, and its changes local', async () => {
+    const local = await cluster.node('sec-local').daemon.token('admin');
+    expect(
+      (await call('sec-local', 'POST', '/svc/principal/only-here', local, { roles: ['svc-viewer'] })).status,
+    ).toBe(200);
+    expect((await call('sec-a', 'POST', '/svc/role/shared-only', admin, ['app-view'])).status).toBe(200);
+    await waitFor(
+      async () =>
+        'shared-only' in (await call('sec-b', 'GET', '/svc/roles', admin)).json<Record<string, unknown>>(),
+      { what: 'shared-only on sec-b' },
+    );
+    expect(await cluster.get(KEYS.securityPrincipal('only-here'))).toBeUndefined();
+    const roles = (await call('sec-local', 'GET', '/svc/roles', local)).json<Record<string, unknown>>();
+    expect(roles['shared-only']).toBeUndefined();
+  });
 
   it('keeps the same policy on every node after concurrent writes through different nodes', async () => {
     const writes = ['sec-a', 'sec-b', 'sec-c'].flatMap((host, n) =>
