@@ -86,6 +86,9 @@ export async function openRegistrySession(options: RegistrySessionOptions): Prom
   const log = options.log ?? ((): void => undefined);
   const now = options.now ?? Date.now;
   const ttlMs = options.ttlSeconds * 1000;
+  // Retries stay well inside the TTL: after an etcd restart the old lease lives one TTL more, and
+  // the node must be on a new one (its keys rewritten) before the old one takes the keys with it.
+  const retryMaxMs = Math.max(RETRY_MIN_MS, Math.min(RETRY_MAX_MS, ttlMs / 4));
   const owned = new Map<string, string>();
   /** Owned keys whose last write failed while the lease was still granted: written on the next keepalive. */
   const dirty = new Set<string>();
@@ -129,7 +132,9 @@ export async function openRegistrySession(options: RegistrySessionOptions): Prom
   };
 
   const grant = async (): Promise<void> => {
-    const next = client.lease(options.ttlSeconds, { deadline: new Date(now() + GRANT_DEADLINE_MS) });
+    const next = client.lease(options.ttlSeconds, {
+      deadline: new Date(now() + Math.max(1_000, Math.min(GRANT_DEADLINE_MS, ttlMs / 2))),
+    });
     const fired: number[] = [];
     next.on('lost', (error) => {
       if (next !== lease || closed) return;
@@ -167,7 +172,7 @@ export async function openRegistrySession(options: RegistrySessionOptions): Prom
     grant().catch((error: unknown) => {
       log('warn', `registry unavailable (${messageOf(error)})`);
       if (lease !== undefined) drop(lease);
-      delay = Math.min(delay * 2, RETRY_MAX_MS);
+      delay = Math.min(delay * 2, retryMaxMs);
       retry();
     });
   };
