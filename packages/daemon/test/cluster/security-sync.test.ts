@@ -14,6 +14,7 @@ import { PolicyStore } from '../../src/auth/policy-store.ts';
 import { KEYS } from '../../src/cluster/records.ts';
 import { startSecuritySync, type SecuritySync } from '../../src/cluster/security-sync.ts';
 import { waitFor } from '../helpers/wait-for.ts';
+import { startTcpProxy } from './tcp-proxy.ts';
 
 const FILE_A = `principals:
   alice: { roles: [svc-admin] }
@@ -39,6 +40,7 @@ describe('security sync (real etcd, policy stores)', () => {
     name: string,
     text?: string,
     seed: Record<string, readonly string[]> = {},
+    url?: string,
   ): Promise<Node> => {
     const file = join(dir, name, 'policy.yaml');
     if (text !== undefined) {
@@ -48,7 +50,7 @@ describe('security sync (real etcd, policy stores)', () => {
     }
     const store = await PolicyStore.open(file, { seed });
     const warnings: string[] = [];
-    const client = new Etcd3({ hosts: etcd.url, dialTimeout: 2_000 });
+    const client = new Etcd3({ hosts: url ?? etcd.url, dialTimeout: 2_000 });
     const sync = startSecuritySync({
       client,
       store,
@@ -215,6 +217,39 @@ describe('security sync (real etcd, policy stores)', () => {
     );
     await waitFor(() => 'late' in b.store.listRoles(), { timeoutMs: 15_000, what: 'the role on B' });
   }, 60_000);
+
+  it('re-lists when its watch is cancelled because the revision it resumes from was compacted', async () => {
+    const a = await startNode('a', FILE_A);
+    const proxy = await startTcpProxy(etcd.clientPort);
+    try {
+      const b = await startNode('b', '', {}, proxy.url);
+      proxy.cut();
+      for (let i = 0; i < 5; i++) await a.store.setPrincipal(`while-away-${i}`, { roles: ['svc-viewer'] });
+      const { header } = await registry.getAll().prefix(KEYS.securityPrefix).exec();
+      await registry.kv.compact({ revision: header.revision, physical: true });
+      proxy.heal();
+      await waitFor(() => b.store.getPrincipal('while-away-4') !== undefined, {
+        timeoutMs: 30_000,
+        intervalMs: 20,
+        what: 'B to catch up after the partition',
+      });
+      await waitFor(() => b.warnings.some((w) => w.includes('security watch cancelled')), {
+        timeoutMs: 30_000,
+        what: 'the compacted watch to be reported',
+      });
+      // The new watch works: a later change arrives within a second.
+      await a.store.setPrincipal('after-compaction', { roles: ['svc-viewer'] });
+      await waitFor(() => b.store.getPrincipal('after-compaction') !== undefined, {
+        timeoutMs: 1_000,
+        intervalMs: 5,
+        what: 'a change after the compaction on B',
+      });
+    } finally {
+      proxy.heal();
+      for (const node of [...running]) await stopNode(node);
+      await proxy.close();
+    }
+  }, 90_000);
 
   it('ignores invalid and hostile records written to etcd directly, applying the valid ones', async () => {
     const a = await startNode('a', FILE_A);
