@@ -121,6 +121,32 @@ describe('security sync (real etcd, policy stores)', () => {
     expect(await readFile(b.file, 'utf8')).not.toContain('mallory');
   });
 
+  it('seeds a large policy (more records than one etcd transaction takes) completely', async () => {
+    const lines = ['principals:'];
+    for (let i = 0; i < 250; i++) lines.push(`  user-${i}: { roles: [svc-viewer] }`);
+    await startNode('a', lines.join('\n') + '\n');
+    const b = await startNode('b', '');
+    expect(b.store.listPrincipals()).toHaveLength(250);
+    expect(await registry.getAll().prefix(KEYS.securityPrincipalsPrefix).count()).toBe(250);
+  });
+
+  it('keeps principal ids with slashes, colons, unicode and maximal length exact across nodes', async () => {
+    const a = await startNode('a', FILE_A);
+    const b = await startNode('b', '');
+    const ids = ['team/ops/bot', 'client:svc/x', 'ünï-cödé 😀', '../../etc/passwd', 'x'.repeat(256)];
+    for (const id of ids) await a.store.setPrincipal(id, { roles: ['svc-viewer'] });
+    await waitFor(() => ids.every((id) => b.store.getPrincipal(id)?.roles[0] === 'svc-viewer'), {
+      what: 'every id on B',
+    });
+    await expect(a.store.setPrincipal('x'.repeat(257), { roles: [] })).rejects.toMatchObject({
+      code: 'bad_request',
+    });
+    await expect(a.store.setPrincipal('bad\nid', { roles: [] })).rejects.toMatchObject({
+      code: 'bad_request',
+    });
+    expect(await registry.get(KEYS.securityPrincipal('team/ops/bot')).string()).not.toBeNull();
+  });
+
   it('enforces a role change, a new principal and a tombstone made on A on B within a second', async () => {
     const a = await startNode('a', FILE_A);
     const b = await startNode('b', '');
