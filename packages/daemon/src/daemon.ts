@@ -274,6 +274,17 @@ export async function startDaemon(
           logger,
         });
   const stopLabelWatch = hostConfig.onLabels(() => void cluster?.refreshReport());
+  // Security in sync (Registry.EnableRegistrySecurity, default on): the policy lives in etcd.
+  const securitySync =
+    cluster === undefined || config.cluster?.enableRegistrySecurity !== true
+      ? undefined
+      : (await import('./cluster/security-sync.ts')).startSecuritySync({
+          client: cluster.session.client,
+          store: policy,
+          node: config.hostName,
+          log: (level, message, fields) =>
+            logger.child({ component: 'security-sync' })[level](message, fields),
+        });
 
   const services: Services = {
     config,
@@ -404,6 +415,7 @@ export async function startDaemon(
         });
         await step('leave the cluster', async () => {
           stopLabelWatch();
+          await securitySync?.close();
           await cluster?.close();
         });
         await step('detach supervisor', () => supervisor.detach());
