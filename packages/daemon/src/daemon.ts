@@ -278,6 +278,17 @@ export async function startDaemon(
           logger,
         });
   const stopLabelWatch = hostConfig.onLabels(() => void cluster?.refreshReport());
+  // Security in sync (Registry.EnableRegistrySecurity, default on): the policy lives in etcd.
+  const securitySync =
+    cluster === undefined || config.cluster?.enableRegistrySecurity !== true
+      ? undefined
+      : (await import('./cluster/security-sync.ts')).startSecuritySync({
+          client: cluster.session.client,
+          store: policy,
+          node: config.hostName,
+          log: (level, message, fields) =>
+            logger.child({ component: 'security-sync' })[level](message, fields),
+        });
   // Cluster apps (worker nodes), service records and the /svc/cluster/* registry view.
   const workerSide =
     cluster === undefined
@@ -419,6 +430,7 @@ export async function startDaemon(
         });
         await step('leave the cluster', async () => {
           stopLabelWatch();
+          await securitySync?.close();
           await workerSide?.close();
           await cluster?.close();
         });

@@ -108,6 +108,76 @@ function roleExists(state: PolicyState, role: string): boolean {
   return isBuiltinRole(role) || state.roles.has(role);
 }
 
+type Fail = (where: string, problem: string) => never;
+
+/** One custom role's permissions (legacy names mapped, duplicates dropped). */
+function parseRoleEntry(name: string, permissions: unknown, fail: Fail): Permission[] {
+  const where = `roles.${name}`;
+  if (isBuiltinRole(name)) fail(where, 'is a built-in role and cannot be redefined');
+  if (!ROLE_NAME.test(name)) fail(where, 'role names match ^[A-Za-z0-9_.-]{1,128}$');
+  if (!Array.isArray(permissions)) fail(where, 'must be a list of permissions');
+  const list: Permission[] = [];
+  for (const stored of permissions as unknown[]) {
+    const permission =
+      typeof stored === 'string' && Object.hasOwn(LEGACY_PERMISSIONS, stored)
+        ? LEGACY_PERMISSIONS[stored]
+        : stored;
+    if (permission === undefined) continue;
+    if (!isPermission(permission)) {
+      fail(where, `unknown permission ${JSON.stringify(permission)} (GET /svc/permissions lists them)`);
+    } else if (!list.includes(permission)) {
+      list.push(permission);
+    }
+  }
+  return list;
+}
+
+/** One principal record, checked against the roles of `state` when `knownRoles` is set. */
+function parsePrincipalEntry(
+  state: PolicyState,
+  id: string,
+  record: unknown,
+  fail: Fail,
+  knownRoles: boolean,
+): StoredRecord {
+  const where = `principals.${JSON.stringify(id)}`;
+  const idProblem = principalIdProblem(id);
+  if (idProblem !== undefined) fail(where, idProblem);
+  if (record !== null && !isPlainMap(record)) fail(where, 'must be a map with "roles" and "status"');
+  const fields = record ?? {};
+  for (const key of Object.keys(fields)) {
+    if (key !== 'roles' && key !== 'status' && key !== 'execution_user')
+      fail(`${where}.${key}`, 'unknown key (expected "roles", "status" or "execution_user")');
+  }
+  const executionUser = fields['execution_user'] ?? undefined;
+  if (
+    executionUser !== undefined &&
+    (typeof executionUser !== 'string' || !EXECUTION_USER_PATTERN.test(executionUser))
+  )
+    fail(`${where}.execution_user`, 'must be an OS user name (^[A-Za-z_][A-Za-z0-9_.-]{0,31}$)');
+  const status = fields['status'] ?? 'active';
+  if (status !== 'active' && status !== 'tombstoned') {
+    fail(`${where}.status`, `must be "active" or "tombstoned", not ${JSON.stringify(status)}`);
+  }
+  const roleList = fields['roles'] ?? [];
+  if (!Array.isArray(roleList)) fail(`${where}.roles`, 'must be a list of role names');
+  const granted: string[] = [];
+  for (const role of roleList as unknown[]) {
+    if (typeof role !== 'string') fail(`${where}.roles`, `role ${JSON.stringify(role)} is not a string`);
+    const name = role;
+    // A tombstoned record keeps its roles for audit even after a custom role is deleted.
+    if (knownRoles && status === 'active' && !roleExists(state, name)) {
+      fail(`${where}.roles`, `unknown role ${JSON.stringify(name)} (neither built-in nor under "roles")`);
+    }
+    if (!granted.includes(name)) granted.push(name);
+  }
+  return {
+    roles: granted,
+    status: status,
+    ...(executionUser === undefined ? {} : { execution_user: executionUser }),
+  };
+}
+
 /** Parses and validates the file's text; throws PolicyFileError with a precise location. */
 export function parsePolicy(text: string, file: string): PolicyState {
   const fail = (where: string, problem: string): never => {
@@ -130,80 +200,115 @@ export function parsePolicy(text: string, file: string): PolicyState {
   const roles = top['roles'] ?? {};
   if (!isPlainMap(roles)) fail('roles', 'must be a map of role name to a list of permissions');
   for (const [name, permissions] of Object.entries(roles as Record<string, unknown>)) {
-    const where = `roles.${name}`;
-    if (isBuiltinRole(name)) fail(where, 'is a built-in role and cannot be redefined');
-    if (!ROLE_NAME.test(name)) fail(where, 'role names match ^[A-Za-z0-9_.-]{1,128}$');
-    if (!Array.isArray(permissions)) fail(where, 'must be a list of permissions');
-    const list: Permission[] = [];
-    for (const stored of permissions as unknown[]) {
-      const permission =
-        typeof stored === 'string' && Object.hasOwn(LEGACY_PERMISSIONS, stored)
-          ? LEGACY_PERMISSIONS[stored]
-          : stored;
-      if (permission === undefined) continue;
-      if (!isPermission(permission)) {
-        fail(where, `unknown permission ${JSON.stringify(permission)} (GET /svc/permissions lists them)`);
-      } else if (!list.includes(permission)) {
-        list.push(permission);
-      }
-    }
-    state.roles.set(name, list);
+    state.roles.set(name, parseRoleEntry(name, permissions, fail));
   }
 
   const principals = top['principals'] ?? {};
   if (!isPlainMap(principals)) fail('principals', 'must be a map of principal id to {roles, status}');
   for (const [id, record] of Object.entries(principals as Record<string, unknown>)) {
-    const where = `principals.${JSON.stringify(id)}`;
-    const idProblem = principalIdProblem(id);
-    if (idProblem !== undefined) fail(where, idProblem);
-    if (record !== null && !isPlainMap(record)) fail(where, 'must be a map with "roles" and "status"');
-    const fields = (record ?? {}) as Record<string, unknown>;
-    for (const key of Object.keys(fields)) {
-      if (key !== 'roles' && key !== 'status' && key !== 'execution_user')
-        fail(`${where}.${key}`, 'unknown key (expected "roles", "status" or "execution_user")');
+    state.principals.set(id, parsePrincipalEntry(state, id, record, fail, true));
+  }
+  return state;
+}
+
+/**
+ * The policy as plain JSON (the shape of policy.yaml): what a shared registry stores, one record
+ * per custom role and per principal.
+ */
+export interface PolicyDocument {
+  readonly roles: Readonly<Record<string, readonly Permission[]>>;
+  readonly principals: Readonly<Record<string, PolicyDocumentPrincipal>>;
+}
+export interface PolicyDocumentPrincipal {
+  readonly roles: readonly string[];
+  readonly status: PrincipalStatus;
+  readonly execution_user?: string;
+}
+
+/**
+ * Validates records read from a shared registry one by one: an invalid record is reported through
+ * `onInvalid` and left out (a principal left out is unknown, so it holds no permission), never
+ * failing the rest. An active principal naming a role that does not exist keeps it (it grants nothing).
+ */
+export function checkPolicyRecords(
+  roles: Readonly<Record<string, unknown>>,
+  principals: Readonly<Record<string, unknown>>,
+  onInvalid: (where: string, problem: string) => void,
+): PolicyDocument {
+  const state = emptyState();
+  const fail = (where: string, problem: string): never => {
+    throw new PolicyFileError(`${where}: ${problem}`);
+  };
+  const tryEntry = (run: () => void): void => {
+    try {
+      run();
+    } catch (error) {
+      if (!(error instanceof PolicyFileError)) throw error;
+      const [where = '', problem = ''] = error.message.split(/: (.*)/s);
+      onInvalid(where, problem);
     }
-    const executionUser = fields['execution_user'] ?? undefined;
-    if (
-      executionUser !== undefined &&
-      (typeof executionUser !== 'string' || !EXECUTION_USER_PATTERN.test(executionUser))
-    )
-      fail(`${where}.execution_user`, 'must be an OS user name (^[A-Za-z_][A-Za-z0-9_.-]{0,31}$)');
-    const status = fields['status'] ?? 'active';
-    if (status !== 'active' && status !== 'tombstoned') {
-      fail(`${where}.status`, `must be "active" or "tombstoned", not ${JSON.stringify(status)}`);
-    }
-    const roleList = fields['roles'] ?? [];
-    if (!Array.isArray(roleList)) fail(`${where}.roles`, 'must be a list of role names');
-    const granted: string[] = [];
-    for (const role of roleList as unknown[]) {
-      if (typeof role !== 'string') fail(`${where}.roles`, `role ${JSON.stringify(role)} is not a string`);
-      const name = role as string;
-      // A tombstoned record keeps its roles for audit even after a custom role is deleted.
-      if (status === 'active' && !roleExists(state, name)) {
-        fail(`${where}.roles`, `unknown role ${JSON.stringify(name)} (neither built-in nor under "roles")`);
-      }
-      if (!granted.includes(name)) granted.push(name);
-    }
+  };
+  for (const [name, permissions] of Object.entries(roles)) {
+    tryEntry(() => state.roles.set(name, parseRoleEntry(name, permissions, fail)));
+  }
+  for (const [id, record] of Object.entries(principals)) {
+    tryEntry(() => state.principals.set(id, parsePrincipalEntry(state, id, record, fail, false)));
+  }
+  return documentOf(state);
+}
+
+function documentOf(state: PolicyState): PolicyDocument {
+  const byKey = <T>(map: Map<string, T>): [string, T][] =>
+    [...map].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return {
+    roles: Object.fromEntries(byKey(state.roles).map(([name, permissions]) => [name, [...permissions]])),
+    principals: Object.fromEntries(
+      byKey(state.principals).map(([id, record]) => [
+        id,
+        {
+          roles: [...record.roles],
+          status: record.status,
+          ...(record.execution_user === undefined ? {} : { execution_user: record.execution_user }),
+        },
+      ]),
+    ),
+  };
+}
+
+/** A document that `checkPolicyRecords` or `documentOf` produced, as state. */
+function stateOf(document: PolicyDocument): PolicyState {
+  const state = emptyState();
+  for (const [name, permissions] of Object.entries(document.roles)) state.roles.set(name, [...permissions]);
+  for (const [id, record] of Object.entries(document.principals)) {
     state.principals.set(id, {
-      roles: granted,
-      status: status as PrincipalStatus,
-      ...(executionUser === undefined ? {} : { execution_user: executionUser as string }),
+      roles: [...record.roles],
+      status: record.status,
+      ...(record.execution_user === undefined ? {} : { execution_user: record.execution_user }),
     });
   }
   return state;
 }
 
+/**
+ * The shared policy of a cluster (CONTRACT §9 `svc/security/…`). When a store has one, every
+ * change is made there — atomically, against the latest shared state, retried on a concurrent
+ * change — and the local file is only the node's cache of it.
+ */
+export interface PolicyAuthority {
+  /**
+   * Applies `change` to the latest shared policy and commits the result unless another node
+   * changed the policy meanwhile (then `change` runs again on the newer policy). `change` returns
+   * undefined for "nothing to change" (then nothing is written and update resolves undefined) and
+   * may throw (a SvcError reaches the caller). Resolves the committed policy. Rejects with
+   * SvcError `unavailable` when the registry cannot be reached, `conflict` after repeated races.
+   */
+  update(
+    change: (current: PolicyDocument) => PolicyDocument | undefined,
+  ): Promise<PolicyDocument | undefined>;
+}
+
 function serializePolicy(state: PolicyState): string {
-  const byKey = <T>(map: Map<string, T>): [string, T][] =>
-    [...map].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  const principals: Record<string, { roles: string[]; status: PrincipalStatus; execution_user?: string }> =
-    {};
-  for (const [id, record] of byKey(state.principals)) {
-    principals[id] = { roles: [...record.roles], status: record.status };
-    if (record.execution_user !== undefined) principals[id].execution_user = record.execution_user;
-  }
-  const roles: Record<string, Permission[]> = {};
-  for (const [name, permissions] of byKey(state.roles)) roles[name] = [...permissions];
+  const { principals, roles } = documentOf(state);
   return HEADER + stringify({ principals, roles });
 }
 
@@ -247,10 +352,32 @@ function checkPrincipalId(id: string): void {
   if (problem !== undefined) throw badRequest(problem);
 }
 
+/** Copies into `draft` every record that `edited` changed relative to `base`; whether any was. */
+function applyEdits(draft: PolicyState, base: PolicyState, edited: PolicyState): boolean {
+  let changed = false;
+  const merge = <T>(target: Map<string, T>, before: Map<string, T>, after: Map<string, T>): void => {
+    for (const key of new Set([...before.keys(), ...after.keys()])) {
+      const value = after.get(key);
+      if (JSON.stringify(value) === JSON.stringify(before.get(key))) continue;
+      if (value === undefined) target.delete(key);
+      else target.set(key, value);
+      changed = true;
+    }
+  };
+  merge(draft.roles, base.roles, edited.roles);
+  merge(draft.principals, base.principals, edited.principals);
+  return changed;
+}
+
 export class PolicyStore {
   readonly file: string;
   #state: PolicyState;
   #stamp: DiskStamp | undefined;
+  /** What the file held at `#stamp` (an edit of the file is its difference from this). */
+  #base: PolicyState;
+  #authority: PolicyAuthority | undefined;
+  #warn: (message: string, fields: Record<string, unknown>) => void = () => undefined;
+  readonly #seed: Readonly<Record<string, readonly string[]>>;
   #queue: Promise<unknown> = Promise.resolve();
   /** Permission sets by the role list's key; cleared whenever custom roles change. */
   #permissionSets = new Map<string, ReadonlySet<Permission>>();
@@ -267,6 +394,8 @@ export class PolicyStore {
     this.#writeFile = options.writeFile ?? writeFileAtomic;
     this.#state = state;
     this.#stamp = stamp;
+    this.#base = state;
+    this.#seed = options.seed ?? {};
   }
 
   /** Reads and validates the policy (absent = empty), adds missing seed principals, persists if needed. */
@@ -283,7 +412,7 @@ export class PolicyStore {
       state.principals.set(id, { roles: [...roles], status: 'active' });
       changed = true;
     }
-    const store = new PolicyStore(file, state, stamp, options);
+    const store = new PolicyStore(file, copyState(state), stamp, options);
     if (changed) {
       await mkdir(dirname(file), { recursive: true, mode: 0o700 });
       await store.#write(state);
@@ -299,11 +428,17 @@ export class PolicyStore {
     const known = this.#state.principals.get(principalId);
     if (known !== undefined) return this.#principal(principalId, known, expiresAt);
     checkPrincipalId(principalId);
-    await this.#mutate((draft) => {
-      if (draft.principals.has(principalId)) return false;
-      draft.principals.set(principalId, { roles: [], status: 'active' });
-      return true;
-    });
+    try {
+      await this.#mutate((draft) => {
+        if (draft.principals.has(principalId)) return false;
+        draft.principals.set(principalId, { roles: [], status: 'active' });
+        return true;
+      });
+    } catch (error) {
+      // Cluster mode with the registry out of reach: the new principal holds no role either way.
+      if (this.#authority === undefined || !(error instanceof SvcError)) throw error;
+      if (error.code !== 'unavailable' && error.code !== 'conflict') throw error;
+    }
     const record = this.#state.principals.get(principalId) ?? { roles: [], status: 'active' as const };
     return this.#principal(principalId, record, expiresAt);
   }
@@ -458,25 +593,106 @@ export class PolicyStore {
     };
   }
 
+  /** Cluster mode: from now on every change is made in `authority` and the file only caches it. */
+  useAuthority(
+    authority: PolicyAuthority,
+    options: { warn?: (message: string, fields: Record<string, unknown>) => void } = {},
+  ): void {
+    this.#authority = authority;
+    if (options.warn !== undefined) this.#warn = options.warn;
+  }
+
+  /** Adds this node's seed principals where absent (never overriding a record); for cluster mode. */
+  async addSeedPrincipals(): Promise<void> {
+    await this.#mutate((draft) => {
+      let changed = false;
+      for (const [id, roles] of Object.entries(this.#seed)) {
+        if (draft.principals.has(id) || !roles.every((role) => roleExists(draft, role))) continue;
+        draft.principals.set(id, { roles: [...roles], status: 'active' });
+        changed = true;
+      }
+      return changed;
+    });
+  }
+
+  /** The policy as a document (custom roles and every principal record). */
+  document(): PolicyDocument {
+    return documentOf(this.#state);
+  }
+
+  /**
+   * Cluster mode: the shared policy is now `document`. Enforced at once (tombstone listeners run),
+   * then written to the cache file. A local edit of the file not yet shared is shared first.
+   */
+  adopt(document: PolicyDocument): Promise<void> {
+    return this.#enqueue(async () => {
+      const authority = this.#authority;
+      // A local edit not shared yet is shared first; what that commits arrives as the next document.
+      if (authority !== undefined && !sameStamp(await stampOf(this.file), this.#stamp)) {
+        if (await this.#commitShared(authority, () => false)) return;
+      }
+      const state = stateOf(document);
+      if (serializePolicy(state) === serializePolicy(this.#state)) return;
+      this.#publish(state);
+      await this.#writeCache(state);
+    });
+  }
+
   /** One serialized change: adopt external edits, apply `change` to a copy, persist, then publish. */
   #mutate(change: (draft: PolicyState) => boolean): Promise<void> {
-    const step = this.#queue.then(async () => {
+    return this.#enqueue(async () => {
+      if (this.#authority !== undefined) {
+        await this.#commitShared(this.#authority, change);
+        return;
+      }
       await this.#adoptExternalEdits();
       const draft = copyState(this.#state);
       if (!change(draft)) return;
       await this.#write(draft);
       this.#publish(draft);
     });
+  }
+
+  #enqueue(run: () => Promise<void>): Promise<void> {
+    const step = this.#queue.then(run);
     this.#queue = step.catch(() => undefined);
     return step;
   }
 
-  async #adoptExternalEdits(): Promise<void> {
+  /**
+   * Cluster mode: applies the file's local edits (since it was last written) and `change` to the
+   * shared policy in one commit, then enforces and caches what was committed.
+   */
+  async #commitShared(authority: PolicyAuthority, change: (draft: PolicyState) => boolean): Promise<boolean> {
+    const edits = await this.#localEdits();
+    const committed = await authority.update((current) => {
+      const draft = stateOf(current);
+      const edited = edits !== undefined && applyEdits(draft, edits.base, edits.file);
+      return change(draft) || edited ? documentOf(draft) : undefined;
+    });
+    if (committed === undefined) {
+      if (edits !== undefined) {
+        this.#stamp = edits.stamp;
+        this.#base = edits.file;
+      }
+      return false;
+    }
+    const state = stateOf(committed);
+    this.#publish(state);
+    await this.#writeCache(state);
+    return true;
+  }
+
+  /** The file as edited by someone else since our last write, or undefined. */
+  async #localEdits(): Promise<{ stamp: DiskStamp; file: PolicyState; base: PolicyState } | undefined> {
     const stamp = await stampOf(this.file);
-    if (stamp === undefined || sameStamp(stamp, this.#stamp)) return;
-    let state: PolicyState;
+    if (stamp === undefined || sameStamp(stamp, this.#stamp)) return undefined;
+    return { stamp, file: await this.#readEdited(), base: this.#base };
+  }
+
+  async #readEdited(): Promise<PolicyState> {
     try {
-      ({ state } = await readPolicy(this.file));
+      return (await readPolicy(this.file)).state;
     } catch (error) {
       // Refuse to overwrite an operator's (broken) edit; known principals keep working meanwhile.
       throw new SvcError(
@@ -487,8 +703,24 @@ export class PolicyStore {
         },
       );
     }
+  }
+
+  /** The cache write of cluster mode: the change is committed already, so a failure is only logged. */
+  async #writeCache(state: PolicyState): Promise<void> {
+    try {
+      await this.#write(state);
+    } catch (error) {
+      this.#warn('policy cache file not written', { file: this.file, error: (error as Error).message });
+    }
+  }
+
+  async #adoptExternalEdits(): Promise<void> {
+    const stamp = await stampOf(this.file);
+    if (stamp === undefined || sameStamp(stamp, this.#stamp)) return;
+    const state = await this.#readEdited();
     this.#publish(state);
     this.#stamp = stamp;
+    this.#base = state;
   }
 
   /**
@@ -513,5 +745,6 @@ export class PolicyStore {
   async #write(state: PolicyState): Promise<void> {
     await this.#writeFile(this.file, serializePolicy(state), 0o600);
     this.#stamp = await stampOf(this.file);
+    this.#base = state;
   }
 }

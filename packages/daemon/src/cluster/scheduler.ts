@@ -165,6 +165,19 @@ function byLoad(a: NodeState, b: NodeState): number {
   return a.entries.length - b.entries.length || b.freeBytes - a.freeBytes || byName(a.host, b.host);
 }
 
+/** The `count` best of `candidates` by `byLoad`, best first (a partial selection: `count` is small). */
+function leastLoaded(candidates: readonly NodeState[], count: number): NodeState[] {
+  const best: NodeState[] = [];
+  for (const node of candidates) {
+    if (best.length === count && byLoad(node, best[count - 1]!) >= 0) continue;
+    let at = best.length;
+    while (at > 0 && byLoad(node, best[at - 1]!) < 0) at--;
+    best.splice(at, 0, node);
+    if (best.length > count) best.pop();
+  }
+  return best;
+}
+
 function place(input: ScheduleInput, workers: Map<string, NodeState>, placed: Map<string, number>): void {
   const nodes = [...workers.values()];
   const scheduleTime = formatScheduleTime(input.now);
@@ -176,17 +189,16 @@ function place(input: ScheduleInput, workers: Map<string, NodeState>, placed: Ma
     const task = input.tasks[app];
     if (task === undefined) continue;
     const bytes = taskBytes(task);
-    let missing = task.replication - (placed.get(app) ?? 0);
-    const fitting = nodes
-      .filter((node) => !node.apps.has(app) && bytes <= node.freeBytes)
-      .filter((node) => matchesCondition(task.condition, node.host, node.report))
-      .sort(byLoad);
-    for (const node of fitting) {
-      if (missing === 0) break;
-      assign(node, app, task, scheduleTime);
-      missing--;
-    }
-    placed.set(app, task.replication - missing);
+    const missing = task.replication - (placed.get(app) ?? 0);
+    const fitting = nodes.filter(
+      (node) =>
+        !node.apps.has(app) &&
+        bytes <= node.freeBytes &&
+        matchesCondition(task.condition, node.host, node.report),
+    );
+    const chosen = missing >= fitting.length ? fitting : leastLoaded(fitting, missing);
+    for (const node of chosen) assign(node, app, task, scheduleTime);
+    placed.set(app, (placed.get(app) ?? 0) + chosen.length);
   }
 }
 

@@ -92,7 +92,7 @@ export function clusterConfigOf(
     isMainNode: registry.IsMainNode ?? true,
     isWorkerNode: registry.IsWorkerNode ?? true,
     sessionTtlSeconds,
-    enableRegistrySecurity: registry.EnableRegistrySecurity ?? false,
+    enableRegistrySecurity: registry.EnableRegistrySecurity ?? true,
     svcProxyUrl: registry.SvcProxyUrl || undefined,
     tls: secure
       ? { caFile: file(ssl?.CaFile), certFile: file(ssl?.CertFile), keyFile: file(ssl?.KeyFile) }

@@ -9,7 +9,9 @@
 //   await cluster.node(leader).kill();
 //   ...
 //   await cluster.close();
-import { rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Etcd3 } from 'etcd3';
 import {
   startEtcd,
@@ -19,6 +21,7 @@ import {
   type TestEtcd,
   type TestIssuer,
 } from '@svc/testkit';
+import { generateMaterial } from '../../src/tls/certificates.ts';
 import { KEYS, NodeReportSchema, parseRecord, type NodeReport } from '../../src/cluster/records.ts';
 import { waitFor } from '../helpers/wait-for.ts';
 import { startTcpProxy, type TcpProxy } from './tcp-proxy.ts';
@@ -44,6 +47,33 @@ export interface ClusterHarnessOptions {
   nodes: readonly ClusterNodeSpec[];
   /** Registry.SessionTTL of every node; default 3 s (fault tests stay short). */
   ttlSeconds?: number;
+  /**
+   * etcd over TLS with client certificates: a throw-away CA signs one certificate that etcd serves
+   * and every node (Registry.SSL) and the test's own client present.
+   */
+  tls?: boolean;
+}
+
+export interface RegistryTlsFiles {
+  dir: string;
+  caFile: string;
+  certFile: string;
+  keyFile: string;
+}
+
+async function registryTlsFiles(): Promise<RegistryTlsFiles> {
+  const dir = await mkdtemp(join(tmpdir(), 'svc-test-etcd-tls-'));
+  const material = await generateMaterial('etcd');
+  const files = {
+    dir,
+    caFile: join(dir, 'ca.pem'),
+    certFile: join(dir, 'etcd.pem'),
+    keyFile: join(dir, 'etcd-key.pem'),
+  };
+  await writeFile(files.caFile, material.ca!);
+  await writeFile(files.certFile, material.cert);
+  await writeFile(files.keyFile, material.key, { mode: 0o600 });
+  return files;
 }
 
 export interface TestClusterNode {
@@ -64,6 +94,8 @@ export interface TestCluster {
   readonly etcd: TestEtcd;
   readonly issuer: TestIssuer;
   readonly ttlSeconds: number;
+  /** With `tls`: the CA, certificate and key files (etcd's and every node's). */
+  readonly registryTls: RegistryTlsFiles | undefined;
   /** A client of the test's own (not a node's), for reading and writing the registry. */
   readonly registry: Etcd3;
   readonly nodes: readonly TestClusterNode[];
@@ -93,13 +125,20 @@ export interface TestCluster {
   close(): Promise<void>;
 }
 
-function configYaml(spec: ClusterNodeSpec, ttlSeconds: number): string {
+function configYaml(spec: ClusterNodeSpec, ttlSeconds: number, tls: RegistryTlsFiles | undefined): string {
   const lines = [
     'Registry:',
     `  IsMainNode: ${spec.main ?? true}`,
     `  IsWorkerNode: ${spec.worker ?? true}`,
     `  SessionTTL: ${ttlSeconds}`,
   ];
+  if (tls !== undefined)
+    lines.push(
+      '  SSL:',
+      `    CaFile: ${JSON.stringify(tls.caFile)}`,
+      `    CertFile: ${JSON.stringify(tls.certFile)}`,
+      `    KeyFile: ${JSON.stringify(tls.keyFile)}`,
+    );
   const labels = Object.entries(spec.labels ?? {});
   if (labels.length > 0) {
     lines.push('Labels:');
@@ -110,9 +149,22 @@ function configYaml(spec: ClusterNodeSpec, ttlSeconds: number): string {
 
 export async function startCluster(options: ClusterHarnessOptions): Promise<TestCluster> {
   const ttlSeconds = options.ttlSeconds ?? 3;
-  const etcd = await startEtcd();
+  const tls = options.tls === true ? await registryTlsFiles() : undefined;
+  const etcd = await startEtcd(tls === undefined ? {} : { tls });
   const issuer = await startTestIssuer();
-  const registry = new Etcd3({ hosts: etcd.url, dialTimeout: 3_000 });
+  const registry = new Etcd3({
+    hosts: etcd.url,
+    dialTimeout: 3_000,
+    ...(tls === undefined
+      ? {}
+      : {
+          credentials: {
+            rootCertificate: await readFile(tls.caFile),
+            certChain: await readFile(tls.certFile),
+            privateKey: await readFile(tls.keyFile),
+          },
+        }),
+  });
   const nodes: TestClusterNode[] = [];
   const proxies = new Map<string, TcpProxy>();
   /** The first node's work dir: every later node copies its TLS material (one CA). */
@@ -123,7 +175,7 @@ export async function startCluster(options: ClusterHarnessOptions): Promise<Test
       issuer,
       ...(home === undefined ? {} : { home }),
       ...(home === undefined && tlsSource !== undefined ? { tlsFrom: { workDir: tlsSource } } : {}),
-      files: { 'config/config.yaml': configYaml(spec, ttlSeconds), ...spec.files },
+      files: { 'config/config.yaml': configYaml(spec, ttlSeconds, tls), ...spec.files },
       env: {
         SVC_HOST_NAME: spec.host,
         SVC_REGISTRY_URL: proxies.get(spec.host)?.url ?? etcd.url,
@@ -190,6 +242,7 @@ export async function startCluster(options: ClusterHarnessOptions): Promise<Test
     etcd,
     issuer,
     ttlSeconds,
+    registryTls: tls,
     registry,
     get nodes() {
       return nodes;
@@ -240,6 +293,7 @@ export async function startCluster(options: ClusterHarnessOptions): Promise<Test
       await etcd.close();
       await issuer.close();
       await Promise.all(homes.map((home) => rm(home, { recursive: true, force: true })));
+      if (tls !== undefined) await rm(tls.dir, { recursive: true, force: true });
     },
   };
 
