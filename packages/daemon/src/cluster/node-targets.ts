@@ -40,6 +40,8 @@ export async function startNodeTargets(options: {
   hostName: string;
   /** This node's TCP API address as peers reach it. */
   endpoint: NodeEndpoint;
+  /** A new etcd client for the watch (registry-watch.ts). */
+  watchClient: () => Etcd3;
   logger: Logger;
 }): Promise<NodeTargets> {
   const { session, logger } = options;
@@ -74,7 +76,7 @@ export async function startNodeTargets(options: {
         }
       });
   };
-  const watch = watchRegistry(client, { prefix: KEYS.endpointsPrefix }, refresh, logger);
+  const watch = watchRegistry(options.watchClient, { prefix: KEYS.endpointsPrefix }, refresh, logger);
   return {
     provider: endpointTargets(() => endpoints),
     close: () => watch.close(),

@@ -2,6 +2,12 @@
 // they need (the cluster worker, the service cache). Re-reading on every change, on every
 // (re)connection and after a failed watch makes the reader right whatever the watch missed: a
 // reconnection after an etcd restart, a watch cancelled because its revision was compacted.
+//
+// Each watch has an etcd client of its own (`connect`): etcd3 1.1.2 matches a "created and
+// cancelled" answer (a watcher resuming from a compacted revision, e.g. an idle one after an etcd
+// restart) to the first pending watcher of its client, which with several watchers on one client
+// can be the wrong one; a later answer then names no watcher and the library throws on its gRPC
+// stream, ending the process. Alone on its client, a watcher always gets its own answers.
 import type { Etcd3, Watcher } from 'etcd3';
 import type { Logger } from '../log/logger.ts';
 
@@ -12,12 +18,13 @@ export interface RegistryWatch {
 const RETRY_MS = 500;
 
 export function watchRegistry(
-  client: Etcd3,
+  connect: () => Etcd3,
   target: { prefix: string } | { key: string },
   onChange: () => void,
   logger: Logger,
 ): RegistryWatch {
   let closed = false;
+  let client: Etcd3 | undefined;
   let watcher: Watcher | undefined;
   let retry: NodeJS.Timeout | undefined;
   const what = 'prefix' in target ? target.prefix : target.key;
@@ -40,6 +47,7 @@ export function watchRegistry(
   const start = async (): Promise<void> => {
     if (closed) return;
     try {
+      client ??= connect();
       const builder = client.watch();
       const created = await (
         'prefix' in target ? builder.prefix(target.prefix) : builder.key(target.key)
@@ -70,6 +78,7 @@ export function watchRegistry(
       closed = true;
       clearTimeout(retry);
       await watcher?.cancel().catch(() => undefined);
+      client?.close();
     },
   };
 }

@@ -3,6 +3,7 @@
 // `svc/services/<app>/<host>` on the node's lease, with a health URL pointing at the app health API;
 // processes find their peers through `SVC_SERVICE_<APP>_ADDR` = every registered replica's
 // `host:port`, comma-separated, read from a cache that a watch keeps current.
+import type { Etcd3 } from 'etcd3';
 import type { Logger } from '../log/logger.ts';
 import { KEYS, ServiceRecordSchema, parseRecord, type ServiceRecord } from './records.ts';
 import { watchRegistry, type RegistryWatch } from './registry-watch.ts';
@@ -60,6 +61,8 @@ export function createServiceRegistry(options: {
   session: RegistrySession;
   hostName: string;
   svcUrl: () => string;
+  /** A new etcd client for the watch (registry-watch.ts). */
+  watchClient: () => Etcd3;
   logger: Logger;
 }): ServiceRegistry {
   const { session, hostName, logger } = options;
@@ -100,7 +103,12 @@ export function createServiceRegistry(options: {
         }
       });
   };
-  const watch: RegistryWatch = watchRegistry(client, { prefix: KEYS.servicesPrefix }, refresh, logger);
+  const watch: RegistryWatch = watchRegistry(
+    options.watchClient,
+    { prefix: KEYS.servicesPrefix },
+    refresh,
+    logger,
+  );
 
   return {
     environment: () => ({ ...environment }),

@@ -4,7 +4,9 @@
 // of the /svc/cluster/* operations.
 import type { Logger } from '../log/logger.ts';
 import type { ClusterApps } from '../supervisor/cluster-apps.ts';
-import type { ClusterNode } from './cluster.ts';
+import { Etcd3 } from 'etcd3';
+import { readTls, type ClusterNode } from './cluster.ts';
+import { etcdClientOptions } from './session.ts';
 import { createClusterApi, type ClusterApi } from './cluster-api.ts';
 import { startNodeTargets, type NodeTargets } from './node-targets.ts';
 import { createServiceRegistry, type ServiceRegistry } from './services.ts';
@@ -26,21 +28,25 @@ export async function startWorkerSide(
   logger: Logger,
 ): Promise<WorkerSide> {
   const client = node.session.client;
+  const tls = await readTls(node.config.tls);
+  const watchClient = (): Etcd3 => new Etcd3(etcdClientOptions(node.config.urls, tls));
   const svcHost = new URL(node.report().svc).hostname;
   const targets = await startNodeTargets({
     session: node.session,
     hostName: node.hostName,
     endpoint: { tcp_host: svcHost.startsWith('[') ? svcHost.slice(1, -1) : svcHost, tcp_port: tcpPort },
+    watchClient,
     logger,
   });
   const services = createServiceRegistry({
     session: node.session,
     hostName: node.hostName,
     svcUrl: () => node.report().svc,
+    watchClient,
     logger: logger.child({ component: 'cluster-services' }),
   });
   const worker = node.config.isWorkerNode
-    ? startClusterWorker({ client, hostName: node.hostName, apps, services, logger })
+    ? startClusterWorker({ client, watchClient, hostName: node.hostName, apps, services, logger })
     : undefined;
   return {
     api: createClusterApi(client),

@@ -17,6 +17,8 @@ import type { ServiceRegistry } from './services.ts';
 
 export interface ClusterWorkerOptions {
   client: Etcd3;
+  /** A new etcd client for each watch (registry-watch.ts). */
+  watchClient: () => Etcd3;
   hostName: string;
   apps: ClusterApps;
   services: ServiceRegistry;
@@ -115,8 +117,8 @@ export function startClusterWorker(options: ClusterWorkerOptions): ClusterWorker
   const trigger = (): void => void reconcile();
 
   const watches = [
-    watchRegistry(client, { key: KEYS.topology(hostName) }, trigger, logger),
-    watchRegistry(client, { prefix: KEYS.tasksPrefix }, trigger, logger),
+    watchRegistry(options.watchClient, { key: KEYS.topology(hostName) }, trigger, logger),
+    watchRegistry(options.watchClient, { prefix: KEYS.tasksPrefix }, trigger, logger),
   ];
   const timer = setInterval(trigger, options.resyncMs ?? 10_000);
   timer.unref();

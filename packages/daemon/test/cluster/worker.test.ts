@@ -245,5 +245,11 @@ describe('cluster worker', () => {
       timeoutMs: 30_000,
       what: 'after-restart running on w1',
     });
+    // No node ended on the way (cancelled watches after the restart are recovered, never fatal).
+    expect(cluster.nodes.map((node) => [node.host, node.running()])).toEqual([
+      ['w1', true],
+      ['w2', true],
+      ['w3', true],
+    ]);
   });
 });
