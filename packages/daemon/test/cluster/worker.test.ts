@@ -246,7 +246,7 @@ describe('cluster worker', () => {
       what: 'after-restart running on w1',
     });
     // No node ended on the way (cancelled watches after the restart are recovered, never fatal).
-    expect(cluster.nodes.map((node) => [node.host, node.running()])).toEqual([
+    expect(cluster.nodes.map((node) => [node.host, node.running()]).sort()).toEqual([
       ['w1', true],
       ['w2', true],
       ['w3', true],
