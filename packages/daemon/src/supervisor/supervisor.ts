@@ -10,11 +10,12 @@ import { join } from 'node:path';
 import { pid as daemonPid } from 'node:process';
 import { SvcError } from '@svc/protocol';
 import type { Logger } from '../log/logger.ts';
-import { daemonUser, lookupOsUser, userEnv, type OsIdentity } from '../util/os-user.ts';
+import { lookupOsUser, userEnv, type OsIdentity } from '../util/os-user.ts';
 import type { AppDefinition } from '../model/app-definition.ts';
-import { othersAccess, parseAppDefinition, toPublicView } from '../model/app-definition.ts';
+import { othersAccess, parseAppDefinition } from '../model/app-definition.ts';
 import type { SecretCrypter } from '../model/secret-crypter.ts';
 import { AppStore, refuseReservedName } from './app-store.ts';
+import { appView, type AppViewContext } from './app-view.ts';
 import { createClusterApps, type ClusterApps } from './cluster-apps.ts';
 import {
   loadStartupDefinitions,
@@ -27,15 +28,7 @@ import { HealthChecker } from './health.ts';
 import { AppLifecycle } from './lifecycle.ts';
 import type { Clock, LifecycleHost, RunningProcess } from './lifecycle.ts';
 import { OutputStore } from './output-store.ts';
-import {
-  CLOCK_TICKS,
-  countOpenFds,
-  isSameProcess,
-  readGroupUsage,
-  readProcStat,
-  readProcessUid,
-  userName,
-} from './proc-stats.ts';
+import { isSameProcess, readProcStat } from './proc-stats.ts';
 import { environHasUuid, outputTargets, scanClaimingProcesses } from './orphans.ts';
 import type { ClaimingProcess } from './orphans.ts';
 import { createProcessRunner } from './process-runner.ts';
@@ -152,10 +145,6 @@ function definitionName(definition: unknown): string | undefined {
   const name: unknown = Object.getOwnPropertyDescriptor(definition, 'name')?.value;
   return typeof name === 'string' ? name : undefined;
 }
-
-/** Times in the app view are epoch seconds (App Mesh 3.0). */
-const epochSeconds = (ms: number | undefined): number | undefined =>
-  ms === undefined ? undefined : Math.floor(ms / 1000);
 
 export async function createSupervisor(options: SupervisorOptions): Promise<Supervisor> {
   const logger = options.logger.child({ component: 'supervisor' });
@@ -501,78 +490,17 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
       }),
   });
 
-  /**
-   * The app view. `usage` adds memory/cpu of the process group (read from /proc, bounded): only for
-   * get/list, not for the answer of a mutation (register, enable...), which stays off /proc.
-   */
-  const view = (app: AppLifecycle, usage = true): AppView => {
-    const v = toPublicView(app.def) as AppView;
-    const r = app.runtime;
-    const p = app.process;
-    v['state'] = app.state;
-    if (p !== undefined) {
-      v['pid'] = p.pid;
-      // The user svc started it as; for other processes /proc below (with usage) is exact.
-      v['pid_user'] = p.user ?? daemonUser();
-      v['process_uuid'] = p.processUuid;
-      if (p.external === true) {
-        v['adopted'] = true;
-        v['output_captured'] = false;
-      }
-      const group = usage ? readGroupUsage(p.pid) : undefined;
-      if (usage) {
-        // A process svc started as an execution user is that user (setpriv may not have switched
-        // yet in the first instants, /proc would say root); others are read from /proc.
-        const uid = p.user === undefined ? readProcessUid(p.pid) : undefined;
-        if (uid !== undefined) v['pid_user'] = userName(uid);
-        const fds = countOpenFds(p.pid);
-        if (fds !== undefined) v['fd'] = fds;
-      }
-      if (group !== undefined) {
-        v['memory'] = group.rssBytes;
-        v['processes'] = group.processes;
-        v['pstree'] = group.tree;
-        // cpu: percent of one core since the previous view of this process (or since its start).
-        const t = now();
-        const previous = cpuSamples.get(app.name);
-        const fresh = previous === undefined || previous.uuid !== p.processUuid;
-        if (fresh && p.adopted) {
-          v['cpu'] = 0; // ticks before the adoption are not this supervision's to average
-        } else {
-          const base = fresh ? { ticks: 0, at: p.startedAt } : previous;
-          const elapsed = Math.max(1, t - base.at);
-          const ticks = Math.max(0, group.cpuTicks - base.ticks);
-          v['cpu'] = Math.round((ticks / CLOCK_TICKS / (elapsed / 1000)) * 10000) / 100;
-        }
-        cpuSamples.set(app.name, { ticks: group.cpuTicks, at: t, uuid: p.processUuid });
-      }
-    } else if (r.uuids[0] !== undefined) {
-      v['process_uuid'] = r.uuids[0];
-    }
-    if (r.returnCode !== undefined) v['return_code'] = r.returnCode;
-    else if (r.lastExitAt !== undefined) v['return_code'] = null;
-    v['health'] = app.computeHealth();
-    v['starts'] = r.starts;
-    const set = (key: string, value: string | number | undefined): void => {
-      if (value !== undefined) v[key] = value;
-    };
-    set('last_start_time', epochSeconds(r.lastStartAt));
-    set('last_exit_time', epochSeconds(r.lastExitAt));
-    set('next_start_time', epochSeconds(app.nextStartAt));
-    set('last_error', r.lastError);
-    v['stdout_file_count'] = output.cacheSize(app.name);
-    if (app.state === 'waiting' && app.waitingFor !== undefined) v['waiting_for'] = [...app.waitingFor];
-    if (app.def.owner_principal_id !== undefined) v['owner_display_name'] = app.def.owner_principal_id;
-    if (app.def.resource_limit !== undefined) {
-      v['resource_limit_status'] =
-        limitStatus.get(app.name) ?? (limiter.status === 'supported' ? 'not applied yet' : limiter.status);
-    }
-    if (app.transient !== undefined) v['transient'] = true;
-    if (sources.get(app.name) === 'cluster') v['cluster'] = true;
-    const conflict = clusterApps.conflict(app.name);
-    if (conflict !== undefined) v['cluster_conflict'] = conflict;
-    return v;
+  const viewContext: AppViewContext = {
+    now,
+    output,
+    limiter,
+    limitStatus,
+    cpuSamples,
+    sourceOf: (name) => sources.get(name),
+    conflictOf: (name) => clusterApps.conflict(name),
   };
+  /** The app view (app-view.ts); `usage` reads /proc (get/list only, never a mutation's answer). */
+  const view = (app: AppLifecycle, usage = true): AppView => appView(app, viewContext, usage);
 
   /**
    * Register `def` by adopting the running process `def.pid` instead of spawning (CONTRACT §7).
