@@ -156,12 +156,10 @@ export const ClusterTaskMap = z.record(z.string(), ClusterTaskView).meta({ id: '
 export const ClusterNodeMap = z
   .record(z.string(), NodeReportSchema)
   .meta({ id: 'ClusterNodeMap', description: 'node reports by host name' });
-export const ClusterTopology = z
-  .record(z.string(), HostTopologySchema)
-  .meta({
-    id: 'ClusterTopology',
-    description: 'host name -> the entries [{app, schedule_time}] placed there',
-  });
+export const ClusterTopology = z.record(z.string(), HostTopologySchema).meta({
+  id: 'ClusterTopology',
+  description: 'host name -> the entries [{app, schedule_time}] placed there',
+});
 
 /** POST /svc/app/run and /svc/app/syncrun body: a definition, or `{name}` to run a copy. */
 export const RunDefinition = z.record(z.string(), z.unknown()).meta({
