@@ -616,6 +616,11 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
       app.adopt(process);
       watchAdopted(app);
       logger.info('re-attached to process', { app: entry.app, pid: entry.pid });
+    } else if (app === undefined) {
+      // Its app did not load here: a cluster app (not stored; the worker starts it again), a
+      // deleted app, or a file that failed to load. The orphan rules judge a live process of it
+      // (stopped without a definition file, left alone with one), so none runs twice.
+      logger.info('snapshot entry of an app not loaded', { app: entry.app, pid: entry.pid });
     } else {
       contradicted.add(`${entry.pid}/${entry.processUuid}`);
       logger.info('snapshot entry not adopted (gone or pid reused)', { app: entry.app, pid: entry.pid });

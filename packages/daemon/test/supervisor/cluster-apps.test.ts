@@ -106,4 +106,27 @@ describe('cluster apps in the supervisor', () => {
     await waitFor(() => existsSync(out) && readFileSync(out, 'utf8').includes('\n'));
     expect(readFileSync(out, 'utf8').trim()).toBe('10.0.0.1:80,10.0.0.2:80');
   });
+
+  it('after a daemon restart the old process of a cluster app is stopped, so it never runs twice', async () => {
+    fx = await fixture();
+    await fx.sup.cluster.apply('svc-a', { command: 'sleep 600' }, undefined);
+    const first = await waitFor(() => fx!.sup.get('svc-a')?.['pid'] as number | undefined);
+    await fx.sup.detach();
+    const next = await fx.make();
+    // Not stored: the new supervisor does not know it until the worker applies it again.
+    expect(next.get('svc-a')).toBeUndefined();
+    await waitFor(() => !isAlive(first), { timeoutMs: 15_000, what: 'the old process stopped' });
+    expect(await next.cluster.apply('svc-a', { command: 'sleep 600' }, undefined)).toBe('started');
+    await waitFor(() => next.get('svc-a')?.['state'] === 'running');
+    expect(next.get('svc-a')?.['pid']).not.toBe(first);
+  });
 });
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
