@@ -252,4 +252,36 @@ describe('cluster worker', () => {
       ['w3', true],
     ]);
   });
+
+  it('runs a cluster app exactly once after its node restarts', async () => {
+    await defineTask('once', { content: { command: 'sleep 600' } });
+    await place('w2', ['once']);
+    const before = await waitFor(
+      async () => {
+        const app = await appOn('w2', 'once');
+        return app?.['state'] === 'running' ? (app['pid'] as number) : undefined;
+      },
+      { timeoutMs: 30_000, what: 'once running on w2' },
+    );
+    await cluster.node('w2').restart();
+    const after = await waitFor(
+      async () => {
+        const app = await appOn('w2', 'once');
+        return app?.['state'] === 'running' ? (app['pid'] as number) : undefined;
+      },
+      { timeoutMs: 30_000, what: 'once running on w2 after the restart' },
+    );
+    expect(after).not.toBe(before);
+    await waitFor(
+      () => {
+        try {
+          process.kill(before, 0);
+          return false;
+        } catch {
+          return true;
+        }
+      },
+      { timeoutMs: 15_000, what: 'the process of before the restart stopped' },
+    );
+  });
 });
