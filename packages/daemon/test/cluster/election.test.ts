@@ -10,6 +10,7 @@ import { startLeaderLoop } from '../../src/cluster/leader.ts';
 import { KEYS } from '../../src/cluster/records.ts';
 import { openRegistrySession, type RegistrySession } from '../../src/cluster/session.ts';
 import { waitFor } from '../helpers/wait-for.ts';
+import { startTcpProxy } from './tcp-proxy.ts';
 
 const quiet = (): void => undefined;
 
@@ -164,4 +165,64 @@ describe('election and fencing', () => {
       await own.close();
     }
   }, 30_000);
+
+  it('the leader re-lists after its watch was cancelled on a compacted revision', async () => {
+    const proxy = await startTcpProxy(etcd.clientPort);
+    const session = await openRegistrySession({ urls: [proxy.url], ttlSeconds: 10 });
+    const messages: string[] = [];
+    const election = startElection({
+      session,
+      value: 'compact-a',
+      log: quiet,
+      onElected: quiet,
+      onDeposed: quiet,
+    });
+    const node = (host: string): string =>
+      JSON.stringify({
+        svc: 'https://127.0.0.1:1',
+        label: { HOST_NAME: host, arch: 'x86_64', os_version: 't', WORKER: 'true' },
+        leader: false,
+        resource: { cpu_cores: 1, mem_total_bytes: 1024 ** 3 },
+      });
+    const task = (name: string): string =>
+      JSON.stringify({ replication: 1, port: 0, memoryMB: 0, condition: {}, content: { name } });
+    try {
+      await waitFor(() => election.leading(), { what: 'compact-a leading' });
+      await reader.put(KEYS.node('cw1')).value(node('cw1'));
+      const loop = startLeaderLoop({
+        client: session.client,
+        fence: election.fence()!,
+        log: (_level, message) => messages.push(message),
+        onDeposed: quiet,
+        debounceMs: 10,
+        periodicMs: 3_600_000, // no periodic pass: only the watch can trigger one
+      });
+      try {
+        await reader.put(KEYS.task('before-cut')).value(task('before-cut'));
+        await waitFor(async () => (await reader.get(KEYS.topology('cw1')).string())?.includes('before-cut'), {
+          what: 'before-cut placed through the watch',
+        });
+        proxy.cut();
+        // While the leader is cut off: changes, then a compaction past them.
+        await reader.put(KEYS.task('during-cut')).value(task('during-cut'));
+        for (let i = 0; i < 5; i++) await reader.put('svc/cluster/noise').value(String(i));
+        const head = (await reader.get('svc/cluster/noise').exec()).header.revision;
+        await reader.kv.compact({ revision: head, physical: true });
+        proxy.heal();
+        await waitFor(async () => (await reader.get(KEYS.topology('cw1')).string())?.includes('during-cut'), {
+          timeoutMs: 30_000,
+          intervalMs: 50,
+          what: 'during-cut placed after the compacted watch was replaced',
+        });
+        expect(messages).toContain('cluster watch ended; watching again');
+      } finally {
+        await loop.stop();
+      }
+    } finally {
+      await reader.delete().prefix('svc/cluster/');
+      await election.stop();
+      await session.close();
+      await proxy.close();
+    }
+  }, 60_000);
 });
