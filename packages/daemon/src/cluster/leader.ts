@@ -162,6 +162,8 @@ export function startLeaderLoop(options: LeaderLoopOptions): LeaderLoop {
     const written = Object.keys(put).length;
     if (written + remove.length === 0) return;
     if (!(await writeFenced(put, remove))) {
+      // A loop already stopped (its term ended) says nothing: a newer term may be running.
+      if (stopped) return;
       stopped = true;
       options.onDeposed('a fenced topology write failed: the election key is no longer ours');
       return;
