@@ -511,6 +511,20 @@ describe('PolicyStore with a shared authority (cluster mode)', () => {
   });
 });
 
+describe('PolicyStore with a shared authority: an invalid edit of the cache file', () => {
+  it('does not stop adopting the shared policy; the edit stays for its author and is reported', async () => {
+    const store = await PolicyStore.open(file, { seed: SEED });
+    const warnings: string[] = [];
+    store.useAuthority(memoryAuthority(), { warn: (message) => warnings.push(message) });
+    await writeFile(file, 'principals: [unclosed\n');
+    await store.adopt({ roles: {}, principals: { admin: { roles: ['svc-admin'], status: 'tombstoned' } } });
+    expect(store.getPrincipal('admin')?.status).toBe('tombstoned');
+    expect(await readFile(file, 'utf8')).toBe('principals: [unclosed\n');
+    expect(warnings).toEqual(['policy file edit not shared']);
+    await expect(store.setRole('ops', ['app-view'])).rejects.toMatchObject({ code: 'internal' });
+  });
+});
+
 describe('checkPolicyRecords (records from the registry)', () => {
   it('keeps the valid records and reports each invalid one', () => {
     const problems: string[] = [];

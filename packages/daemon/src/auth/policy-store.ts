@@ -628,13 +628,20 @@ export class PolicyStore {
     return this.#enqueue(async () => {
       const authority = this.#authority;
       // A local edit not shared yet is shared first; what that commits arrives as the next document.
+      let keepFile = false;
       if (authority !== undefined && !sameStamp(await stampOf(this.file), this.#stamp)) {
-        if (await this.#commitShared(authority, () => false)) return;
+        try {
+          if (await this.#commitShared(authority, () => false)) return;
+        } catch (error) {
+          // E.g. an invalid edit: the shared policy is enforced all the same, the edit left for its author.
+          this.#warn('policy file edit not shared', { file: this.file, error: (error as Error).message });
+          keepFile = true;
+        }
       }
       const state = stateOf(document);
       if (serializePolicy(state) === serializePolicy(this.#state)) return;
       this.#publish(state);
-      await this.#writeCache(state);
+      if (!keepFile) await this.#writeCache(state);
     });
   }
 
