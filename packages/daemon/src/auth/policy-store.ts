@@ -236,16 +236,22 @@ export function checkPolicyRecords(
   onInvalid: (where: string, problem: string) => void,
 ): PolicyDocument {
   const state = emptyState();
+  class EntryProblem extends Error {
+    readonly where: string;
+    constructor(where: string, problem: string) {
+      super(problem);
+      this.where = where;
+    }
+  }
   const fail = (where: string, problem: string): never => {
-    throw new PolicyFileError(`${where}: ${problem}`);
+    throw new EntryProblem(where, problem);
   };
   const tryEntry = (run: () => void): void => {
     try {
       run();
     } catch (error) {
-      if (!(error instanceof PolicyFileError)) throw error;
-      const [where = '', problem = ''] = error.message.split(/: (.*)/s);
-      onInvalid(where, problem);
+      if (!(error instanceof EntryProblem)) throw error;
+      onInvalid(error.where, error.message);
     }
   };
   for (const [name, permissions] of Object.entries(roles)) {
