@@ -184,23 +184,30 @@ export function startSecuritySync(options: SecuritySyncOptions): SecuritySync {
     },
   };
 
+  /** Records still to write after this node won the seeding (kept across retries). */
+  let seedRest: [string, string][] | undefined;
   /** Writes this node's policy into etcd unless etcd already has one; whether it did. */
   const seed = async (): Promise<boolean> => {
-    const records = [...recordsOf(store.document())];
-    const first = records.slice(0, SEED_BATCH);
-    const created = await registry(() =>
-      client
-        .if(KEYS.securityVersion, 'Create', '==', 0)
-        .then(
-          ...first.map(([key, value]) => client.put(key).value(value)),
-          client.put(KEYS.securityVersion).value(versionValue()),
-        )
-        .options(deadline())
-        .commit(),
-    );
-    if (!created.succeeded) return false;
-    // The rest one by one, each only where no record exists yet (another node may write meanwhile).
-    for (const [key, value] of records.slice(SEED_BATCH)) {
+    let won = seedRest !== undefined && seedRest.length > 0;
+    if (seedRest === undefined) {
+      const records = [...recordsOf(store.document())];
+      const first = records.slice(0, SEED_BATCH);
+      const created = await registry(() =>
+        client
+          .if(KEYS.securityVersion, 'Create', '==', 0)
+          .then(
+            ...first.map(([key, value]) => client.put(key).value(value)),
+            client.put(KEYS.securityVersion).value(versionValue()),
+          )
+          .options(deadline())
+          .commit(),
+      );
+      won = created.succeeded;
+      seedRest = won ? records.slice(SEED_BATCH) : [];
+    }
+    // The rest one by one, each only where no record exists yet (other nodes may write meanwhile).
+    for (let next = seedRest[0]; next !== undefined; next = seedRest[0]) {
+      const [key, value] = next;
       await registry(() =>
         client
           .if(key, 'Create', '==', 0)
@@ -208,8 +215,9 @@ export function startSecuritySync(options: SecuritySyncOptions): SecuritySync {
           .options(deadline())
           .commit(),
       );
+      seedRest.shift();
     }
-    return true;
+    return won;
   };
 
   // One re-list at a time; a request during one runs one more after it.
