@@ -19,6 +19,8 @@ export interface ClusterOptions {
   logger: Logger;
   /** How often resources are re-read for the report (default 10 s). */
   resourceIntervalMs?: number;
+  /** Reads the machine (default `hostFacts`; tests pass their own). */
+  facts?: () => HostFacts;
 }
 
 /** What this node is in the cluster right now. */
@@ -63,7 +65,8 @@ export async function startCluster(options: ClusterOptions): Promise<ClusterNode
     tls: await readTls(config.tls),
     log: (level, message) => log[level](message),
   });
-  let facts: HostFacts = hostFacts();
+  const readFacts = options.facts ?? hostFacts;
+  let facts: HostFacts = readFacts();
   let leader = false;
   let written = '';
   let current: NodeReport;
@@ -127,7 +130,7 @@ export async function startCluster(options: ClusterOptions): Promise<ClusterNode
     });
   }
   const resourceTimer = setInterval(() => {
-    facts = hostFacts();
+    facts = readFacts();
     void refreshReport();
   }, options.resourceIntervalMs ?? 10_000);
   resourceTimer.unref();

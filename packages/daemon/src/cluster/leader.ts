@@ -74,7 +74,14 @@ function parsePrefix<T>(
     if (name === undefined) continue;
     const record = parse(value);
     if (record === undefined) bad.push(name);
-    else parsed[name] = record;
+    // An own property even for `__proto__` (a valid app and host name).
+    else
+      Object.defineProperty(parsed, name, {
+        value: record,
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
   }
   return { parsed, bad };
 }

@@ -39,9 +39,15 @@ export interface RegistrySession {
    * TTL remains. A leader acts only while this holds.
    */
   alive(): boolean;
-  /** Writes `key` on the session's lease and keeps writing it on every new lease until deleted. */
+  /**
+   * Writes `key` on the session's lease and keeps writing it on every new lease until deleted.
+   * Never throws: while etcd is unreachable the write waits for the next keepalive or lease.
+   */
   putOwned(key: string, value: string): Promise<void>;
-  /** Deletes an owned key and forgets it. */
+  /**
+   * Deletes an owned key and forgets it. Never throws: a failed delete is retried after the next
+   * answered keepalive (and the key dies with the lease anyway).
+   */
   deleteOwned(key: string): Promise<void>;
   /** Called with each newly granted lease id (after the owned keys were written on it). */
   onLease(listener: (leaseId: string) => void): () => void;
@@ -92,6 +98,8 @@ export async function openRegistrySession(options: RegistrySessionOptions): Prom
   const owned = new Map<string, string>();
   /** Owned keys whose last write failed while the lease was still granted: written on the next keepalive. */
   const dirty = new Set<string>();
+  /** Keys given up whose delete failed (etcd unreachable): deleted again after the next keepalive. */
+  const undeleted = new Set<string>();
   const leaseListeners = new Set<(leaseId: string) => void>();
   const downListeners = new Set<() => void>();
   let lease: Lease | undefined;
@@ -119,7 +127,18 @@ export async function openRegistrySession(options: RegistrySessionOptions): Prom
     checkDown();
   };
 
+  const deleteKey = async (key: string): Promise<void> => {
+    try {
+      await client.delete().key(key);
+      undeleted.delete(key);
+    } catch (error) {
+      undeleted.add(key);
+      log('warn', `registry delete of ${key} failed (${messageOf(error)}); will retry`);
+    }
+  };
+
   const writeDirty = async (which: Lease): Promise<void> => {
+    for (const key of [...undeleted]) if (!owned.has(key)) await deleteKey(key);
     for (const key of [...dirty]) {
       const value = owned.get(key);
       dirty.delete(key);
@@ -149,7 +168,7 @@ export async function openRegistrySession(options: RegistrySessionOptions): Prom
       if (sentAt !== undefined && next === lease) {
         validUntil = Math.max(validUntil, sentAt + ttlMs);
         checkDown();
-        if (dirty.size > 0) void writeDirty(next);
+        if (dirty.size + undeleted.size > 0) void writeDirty(next);
       }
     });
     const sentAt = now();
@@ -163,6 +182,7 @@ export async function openRegistrySession(options: RegistrySessionOptions): Prom
     dirty.clear();
     for (const [key, value] of owned) await next.put(key).value(value);
     leaseId = id;
+    for (const key of [...undeleted]) if (!owned.has(key)) await deleteKey(key);
     delay = RETRY_MIN_MS;
     checkDown();
     for (const listener of leaseListeners) listener(id);
@@ -219,6 +239,7 @@ export async function openRegistrySession(options: RegistrySessionOptions): Prom
     alive,
     async putOwned(key, value) {
       owned.set(key, value);
+      undeleted.delete(key);
       const current = lease;
       if (current === undefined) return;
       try {
@@ -233,7 +254,7 @@ export async function openRegistrySession(options: RegistrySessionOptions): Prom
     async deleteOwned(key) {
       owned.delete(key);
       dirty.delete(key);
-      await client.delete().key(key);
+      await deleteKey(key);
     },
     onLease(listener) {
       leaseListeners.add(listener);

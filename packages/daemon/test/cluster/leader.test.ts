@@ -89,6 +89,50 @@ describe('cluster leader', () => {
     expect(await cluster.get(KEYS.task('web'))).toBeDefined();
   });
 
+  it('ignores malformed, oversized and hostile registry values and keeps scheduling', async () => {
+    const hostile: [string, string][] = [
+      [KEYS.task('not-json'), '{"replication": 1,'],
+      [KEYS.task('wrong-shape'), JSON.stringify({ replication: 'many', content: {} })],
+      [KEYS.task('negative'), JSON.stringify({ ...task('negative', 1), replication: -1 })],
+      [
+        KEYS.task('huge'),
+        JSON.stringify({ ...task('huge', 1), content: { name: 'huge', pad: 'x'.repeat(1_000_000) } }),
+      ],
+      [`${KEYS.tasksPrefix}nested/key`, JSON.stringify(task('nested', 1))],
+      [KEYS.task('__proto__'), JSON.stringify(task('__proto__', 1))],
+      [KEYS.node('ghost'), '<html>'],
+      [KEYS.node('liar'), JSON.stringify({ svc: 1, label: [], leader: 'yes', resource: {} })],
+      // An unreadable topology key of a host that gets nothing: deleted by the next write.
+      [KEYS.topology('garbage-host'), 'not a topology'],
+    ];
+    for (const [key, value] of hostile) await cluster.registry.put(key).value(value);
+    await cluster.registry.put(KEYS.task('after-garbage')).value(JSON.stringify(task('after-garbage', 1)));
+    const topo = await waitFor(
+      async () => {
+        const t = await topology(cluster);
+        return replicas(t, 'after-garbage').length === 1 &&
+          (await cluster.get(KEYS.topology('garbage-host'))) === undefined
+          ? t
+          : undefined;
+      },
+      {
+        timeoutMs: 20_000,
+        intervalMs: 50,
+        what: 'after-garbage placed and the garbage topology key removed',
+      },
+    );
+    const placedApps = new Set(Object.values(topo).flatMap((entries) => entries.map((entry) => entry.app)));
+    for (const bad of ['not-json', 'wrong-shape', 'negative', 'nested'])
+      expect(placedApps.has(bad)).toBe(false);
+    // `__proto__` is a valid app name: placed like any other.
+    expect(placedApps.has('__proto__')).toBe(true);
+    expect(Object.keys(topo)).not.toContain('ghost');
+    expect(Object.keys(topo)).not.toContain('liar');
+    // Every node still runs (nothing crashed on the values).
+    for (const node of cluster.nodes) expect(node.running()).toBe(true);
+    for (const [key] of hostile) await cluster.registry.delete().key(key);
+  });
+
   it('after a kill -9 of the leader, exactly one new leader takes over and keeps replication', async () => {
     await cluster.registry.put(KEYS.task('svc-r3')).value(JSON.stringify(task('svc-r3', 3)));
     await waitFor(async () => replicas(await topology(cluster), 'svc-r3').length === 3, {
