@@ -22,7 +22,7 @@
 //   left out holds no permission.
 import { setTimeout as delay } from 'node:timers/promises';
 import { SvcError } from '@svc/protocol';
-import type { Etcd3, IKeyValue, Watcher } from 'etcd3';
+import type { Etcd3, IKeyValue, IOperation, Watcher } from 'etcd3';
 import {
   checkPolicyRecords,
   type PolicyAuthority,
@@ -53,7 +53,7 @@ export interface SecuritySync {
 const REQUEST_TIMEOUT_MS = 3_000;
 const READY_WAIT_MS = 2_000;
 const MAX_ATTEMPTS = 12;
-/** etcd's default --max-txn-ops is 128: the seeding transaction stays below it. */
+/** etcd's default --max-txn-ops is 128: every transaction stays below it. */
 const SEED_BATCH = 100;
 const RETRY_MIN_MS = 100;
 const RETRY_MAX_MS = 3_000;
@@ -143,6 +143,35 @@ export function startSecuritySync(options: SecuritySyncOptions): SecuritySync {
 
   const versionValue = (): string => JSON.stringify({ node, at: new Date().toISOString() });
 
+  /**
+   * Commits `ops` guarded by the version key's mod_revision (`undefined` = no policy yet). More
+   * operations than one transaction takes go in batches, each guarded by the revision the previous
+   * one wrote; false when another writer came first (the caller re-reads and decides again, so a
+   * broken-off sequence is completed from the newer policy).
+   */
+  const commitInBatches = async (
+    version: string | undefined,
+    ops: readonly IOperation[],
+  ): Promise<boolean> => {
+    let guardRevision = version;
+    for (let start = 0; start < ops.length; start += SEED_BATCH) {
+      const guard =
+        guardRevision === undefined
+          ? client.if(KEYS.securityVersion, 'Create', '==', 0)
+          : client.if(KEYS.securityVersion, 'Mod', '==', guardRevision);
+      const batch = ops.slice(start, start + SEED_BATCH);
+      const result = await registry(() =>
+        guard
+          .then(...batch, client.put(KEYS.securityVersion).value(versionValue()))
+          .options(deadline())
+          .commit(),
+      );
+      if (!result.succeeded) return false;
+      guardRevision = result.header.revision;
+    }
+    return true;
+  };
+
   const authority: PolicyAuthority = {
     async update(change) {
       if (!seeded) {
@@ -165,19 +194,7 @@ export function startSecuritySync(options: SecuritySyncOptions): SecuritySync {
           ...[...before.keys()].filter((key) => !after.has(key)).map((key) => client.delete().key(key)),
         ];
         if (ops.length === 0) return next;
-        if (ops.length >= SEED_BATCH)
-          throw new SvcError('bad_request', 'too many policy records changed at once');
-        const guard =
-          shared.version === undefined
-            ? client.if(KEYS.securityVersion, 'Create', '==', 0)
-            : client.if(KEYS.securityVersion, 'Mod', '==', shared.version);
-        const result = await registry(() =>
-          guard
-            .then(...ops, client.put(KEYS.securityVersion).value(versionValue()))
-            .options(deadline())
-            .commit(),
-        );
-        if (result.succeeded) return next;
+        if (await commitInBatches(shared.version, ops)) return next;
         await delay(RETRY_MIN_MS * Math.random());
       }
       throw new SvcError('conflict', 'the shared policy kept changing during this change; try again');
