@@ -466,6 +466,21 @@ describe('PolicyStore with a shared authority (cluster mode)', () => {
     expect(tombstoned).toEqual(['admin']);
   });
 
+  it('reads an adopted policy only after its own earlier changes are committed (no flicker back)', async () => {
+    const store = await PolicyStore.open(file, { seed: SEED });
+    const authority = memoryAuthority();
+    store.useAuthority(authority);
+    let readAt: number | undefined;
+    const change = store.setRole('ops', ['app-view']);
+    const adopted = store.adopt(() => {
+      readAt = authority.commits;
+      return Promise.resolve(structuredClone(authority.document));
+    });
+    await Promise.all([change, adopted]);
+    expect(readAt).toBe(1);
+    expect(store.listRoles()['ops']).toEqual(['app-view']);
+  });
+
   it('with the registry unreachable: writes fail unavailable, known principals keep working, a new one gets no role', async () => {
     const store = await PolicyStore.open(file, { seed: SEED });
     const authority = memoryAuthority();

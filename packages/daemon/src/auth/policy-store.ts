@@ -379,10 +379,12 @@ export class PolicyStore {
   }
 
   /**
-   * Cluster mode: the shared policy is now `document`. Enforced at once (tombstone listeners run),
-   * then written to the cache file. A local edit of the file not yet shared is shared first.
+   * Cluster mode: the shared policy is now `source` (a document, or a function reading it). Enforced
+   * at once (tombstone listeners run), then written to the cache file. A local edit of the file not
+   * yet shared is shared first. A reader runs in turn with this store's own changes, so what it
+   * reads is never older than a change this store committed before (no flicker back).
    */
-  adopt(document: PolicyDocument): Promise<void> {
+  adopt(source: PolicyDocument | (() => Promise<PolicyDocument>)): Promise<void> {
     return this.#enqueue(async () => {
       const authority = this.#authority;
       // A local edit not shared yet is shared first; what that commits arrives as the next document.
@@ -396,7 +398,7 @@ export class PolicyStore {
           keepFile = true;
         }
       }
-      const state = stateOf(document);
+      const state = stateOf(typeof source === 'function' ? await source() : source);
       if (serializePolicy(state) === serializePolicy(this.#state)) return;
       this.#publish(state);
       if (!keepFile) await this.#writeCache(state);

@@ -240,10 +240,7 @@ export function startSecuritySync(options: SecuritySyncOptions): SecuritySync {
   // One re-list at a time; a request during one runs one more after it.
   let running: Promise<void> | undefined;
   let again = false;
-  const relistOnce = async (): Promise<void> => {
-    const shared = await read();
-    await store.adopt(shared.document);
-  };
+  const relistOnce = (): Promise<void> => store.adopt(async () => (await read()).document);
   const resync = (): Promise<void> => {
     if (running !== undefined) {
       again = true;
@@ -269,6 +266,7 @@ export function startSecuritySync(options: SecuritySyncOptions): SecuritySync {
   };
 
   const watch = async (): Promise<void> => {
+    if (watcher !== undefined) return;
     const created = await client.watch().prefix(KEYS.securityPrefix).create();
     if (closed) {
       await created.cancel();
@@ -286,7 +284,13 @@ export function startSecuritySync(options: SecuritySyncOptions): SecuritySync {
     });
   };
 
-  const start = async (): Promise<void> => {
+  // One establishing loop at a time (a cancelled watch may ask for one while another runs).
+  let establishing: Promise<void> | undefined;
+  const start = (): Promise<void> => {
+    establishing ??= establish().finally(() => (establishing = undefined));
+    return establishing;
+  };
+  const establish = async (): Promise<void> => {
     for (let wait = RETRY_MIN_MS; !closed; wait = Math.min(wait * 2, RETRY_MAX_MS)) {
       try {
         if (!seeded) {
