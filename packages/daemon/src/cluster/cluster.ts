@@ -119,6 +119,7 @@ export async function startCluster(options: ClusterOptions): Promise<ClusterNode
             if (loop === term) election?.deposed(reason);
           },
           periodicMs: config.sessionTtlSeconds * 1000,
+          graceMs: config.sessionTtlSeconds * 1000,
           onPass: (result) => {
             for (const listener of passListeners) listener(result);
           },

@@ -225,4 +225,54 @@ describe('election and fencing', () => {
       await proxy.close();
     }
   }, 60_000);
+
+  it('a new term leaves placements on hosts without a report alone for its grace, then moves them', async () => {
+    const a = await candidate(etcd, 'grace-a');
+    const report = (host: string): string =>
+      JSON.stringify({
+        svc: 'https://127.0.0.1:1',
+        label: { HOST_NAME: host, arch: 'x86_64', os_version: 't', WORKER: 'true' },
+        leader: false,
+        resource: { cpu_cores: 1, mem_total_bytes: 1024 ** 3 },
+      });
+    try {
+      await waitFor(() => a.election.leading(), { what: 'grace-a leading' });
+      await reader
+        .put(KEYS.task('kept'))
+        .value(
+          JSON.stringify({ replication: 1, port: 0, memoryMB: 0, condition: {}, content: { name: 'kept' } }),
+        );
+      await reader.put(KEYS.node('gw1')).value(report('gw1'));
+      // Placed on a host that has not (re-)registered yet.
+      const entries = JSON.stringify([{ app: 'kept', schedule_time: '2026-01-01 00:00:00+00' }]);
+      await reader.put(KEYS.topology('slow-host')).value(entries);
+      const startedAt = Date.now();
+      const loop = startLeaderLoop({
+        client: a.session.client,
+        fence: a.election.fence()!,
+        log: quiet,
+        onDeposed: quiet,
+        graceMs: 1_500,
+        periodicMs: 3_600_000,
+      });
+      try {
+        await loop.pass();
+        expect(await reader.get(KEYS.topology('slow-host')).string()).toBe(entries);
+        expect(await reader.get(KEYS.topology('gw1')).string()).toBeNull();
+        await waitFor(async () => (await reader.get(KEYS.topology('gw1')).string())?.includes('kept'), {
+          timeoutMs: 10_000,
+          intervalMs: 20,
+          what: 'kept moved to gw1 after the grace',
+        });
+        expect(Date.now() - startedAt).toBeGreaterThanOrEqual(1_500);
+        expect(await reader.get(KEYS.topology('slow-host')).string()).toBeNull();
+      } finally {
+        await loop.stop();
+      }
+    } finally {
+      await reader.delete().prefix('svc/cluster/');
+      await a.election.stop();
+      await a.session.close();
+    }
+  }, 30_000);
 });
