@@ -30,7 +30,7 @@ export interface LeaderLoopOptions {
   log: (level: 'info' | 'warn', message: string, fields?: Record<string, unknown>) => void;
   /** The fence failed: another node leads. */
   onDeposed: (reason: string) => void;
-  /** Quiet time after a change before a pass (default 50 ms). */
+  /** Quiet time after a change before a pass (default 20 ms). */
   debounceMs?: number;
   /** A pass at least this often (default 10 s). */
   periodicMs?: number;
@@ -225,7 +225,7 @@ export function startLeaderLoop(options: LeaderLoopOptions): LeaderLoop {
     debounce = setTimeout(() => {
       debounce = undefined;
       void pass();
-    }, options.debounceMs ?? 50);
+    }, options.debounceMs ?? 20);
   };
 
   const watch = async (): Promise<void> => {
