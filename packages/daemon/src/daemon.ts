@@ -278,7 +278,7 @@ export async function startDaemon(
         ).startCluster({
           config: config.cluster,
           hostName: config.hostName,
-          svcUrl: () => nodeSvcUrl(config, restPort),
+          svcUrl: () => config.cluster?.svcProxyUrl ?? nodeSvcUrl(config, restPort),
           labels: () => hostConfig.labels,
           logger,
         });

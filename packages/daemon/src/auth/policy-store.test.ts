@@ -466,6 +466,21 @@ describe('PolicyStore with a shared authority (cluster mode)', () => {
     expect(tombstoned).toEqual(['admin']);
   });
 
+  it('reads an adopted policy only after its own earlier changes are committed (no flicker back)', async () => {
+    const store = await PolicyStore.open(file, { seed: SEED });
+    const authority = memoryAuthority();
+    store.useAuthority(authority);
+    let readAt: number | undefined;
+    const change = store.setRole('ops', ['app-view']);
+    const adopted = store.adopt(() => {
+      readAt = authority.commits;
+      return Promise.resolve(structuredClone(authority.document));
+    });
+    await Promise.all([change, adopted]);
+    expect(readAt).toBe(1);
+    expect(store.listRoles()['ops']).toEqual(['app-view']);
+  });
+
   it('with the registry unreachable: writes fail unavailable, known principals keep working, a new one gets no role', async () => {
     const store = await PolicyStore.open(file, { seed: SEED });
     const authority = memoryAuthority();
@@ -508,6 +523,20 @@ describe('PolicyStore with a shared authority (cluster mode)', () => {
     expect(authority.document.principals['edited']).toEqual({ roles: ['svc-viewer'], status: 'active' });
     expect(authority.document.principals['other']).toBeDefined();
     expect(store.getPrincipal('edited')?.roles).toEqual(['svc-viewer']);
+  });
+});
+
+describe('PolicyStore with a shared authority: an invalid edit of the cache file', () => {
+  it('does not stop adopting the shared policy; the edit stays for its author and is reported', async () => {
+    const store = await PolicyStore.open(file, { seed: SEED });
+    const warnings: string[] = [];
+    store.useAuthority(memoryAuthority(), { warn: (message) => warnings.push(message) });
+    await writeFile(file, 'principals: [unclosed\n');
+    await store.adopt({ roles: {}, principals: { admin: { roles: ['svc-admin'], status: 'tombstoned' } } });
+    expect(store.getPrincipal('admin')?.status).toBe('tombstoned');
+    expect(await readFile(file, 'utf8')).toBe('principals: [unclosed\n');
+    expect(warnings).toEqual(['policy file edit not shared']);
+    await expect(store.setRole('ops', ['app-view'])).rejects.toMatchObject({ code: 'internal' });
   });
 });
 

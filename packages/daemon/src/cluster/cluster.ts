@@ -110,16 +110,21 @@ export async function startCluster(options: ClusterOptions): Promise<ClusterNode
       onElected(fence) {
         leader = true;
         void refreshReport();
-        loop = startLeaderLoop({
+        const term: LeaderLoop = startLeaderLoop({
           client: session.client,
           fence,
           log: electionLog,
-          onDeposed: (reason) => election?.deposed(reason),
+          // Only the loop of the current term may end it.
+          onDeposed: (reason) => {
+            if (loop === term) election?.deposed(reason);
+          },
           periodicMs: config.sessionTtlSeconds * 1000,
+          graceMs: config.sessionTtlSeconds * 1000,
           onPass: (result) => {
             for (const listener of passListeners) listener(result);
           },
         });
+        loop = term;
       },
       onDeposed() {
         leader = false;

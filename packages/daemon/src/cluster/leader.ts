@@ -30,10 +30,17 @@ export interface LeaderLoopOptions {
   log: (level: 'info' | 'warn', message: string, fields?: Record<string, unknown>) => void;
   /** The fence failed: another node leads. */
   onDeposed: (reason: string) => void;
-  /** Quiet time after a change before a pass (default 50 ms). */
+  /** Quiet time after a change before a pass (default 20 ms). */
   debounceMs?: number;
   /** A pass at least this often (default 10 s). */
   periodicMs?: number;
+  /**
+   * For this long after the term starts (default 0; cluster.ts: one TTL), placements on hosts
+   * without a node report are not moved: after an etcd restart or a leader change every node
+   * re-registers on a new lease, and a new leader must not take a node that is still doing so for
+   * a dead one. Passes that would move them wait for the end of the grace.
+   */
+  graceMs?: number;
   now?: () => Date;
   /** After each pass that wrote something (tests, bench). */
   onPass?: (result: PassResult) => void;
@@ -131,6 +138,8 @@ export function startLeaderLoop(options: LeaderLoopOptions): LeaderLoop {
   let again = false;
   let debounce: NodeJS.Timeout | undefined;
   let watcher: Watcher | undefined;
+  const graceEnd = now().getTime() + (options.graceMs ?? 0);
+  let graceTimer: NodeJS.Timeout | undefined;
 
   const writeFenced = async (put: Topology, remove: readonly string[]): Promise<boolean> => {
     const ops = [
@@ -152,6 +161,17 @@ export function startLeaderLoop(options: LeaderLoopOptions): LeaderLoop {
   const onePass = async (): Promise<void> => {
     const snapshot = await readSnapshot(client);
     if (stopped) return;
+    const graceLeft = graceEnd - now().getTime();
+    if (graceLeft > 0 && Object.keys(snapshot.current).some((host) => !Object.hasOwn(snapshot.nodes, host))) {
+      if (graceTimer === undefined) {
+        log('info', 'hosts with placements have no report yet; waiting for them to register', {
+          wait_ms: graceLeft,
+        });
+        graceTimer = setTimeout(() => void pass(), graceLeft + 10);
+        graceTimer.unref();
+      }
+      return;
+    }
     const next = schedule({
       tasks: snapshot.tasks,
       nodes: snapshot.nodes,
@@ -162,6 +182,8 @@ export function startLeaderLoop(options: LeaderLoopOptions): LeaderLoop {
     const written = Object.keys(put).length;
     if (written + remove.length === 0) return;
     if (!(await writeFenced(put, remove))) {
+      // A loop already stopped (its term ended) says nothing: a newer term may be running.
+      if (stopped) return;
       stopped = true;
       options.onDeposed('a fenced topology write failed: the election key is no longer ours');
       return;
@@ -203,7 +225,7 @@ export function startLeaderLoop(options: LeaderLoopOptions): LeaderLoop {
     debounce = setTimeout(() => {
       debounce = undefined;
       void pass();
-    }, options.debounceMs ?? 50);
+    }, options.debounceMs ?? 20);
   };
 
   const watch = async (): Promise<void> => {
@@ -241,6 +263,7 @@ export function startLeaderLoop(options: LeaderLoopOptions): LeaderLoop {
     async stop() {
       stopped = true;
       clearInterval(periodic);
+      if (graceTimer !== undefined) clearTimeout(graceTimer);
       if (debounce !== undefined) clearTimeout(debounce);
       await watcher?.cancel().catch(() => undefined);
       watcher = undefined;

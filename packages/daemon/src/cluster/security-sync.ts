@@ -22,7 +22,7 @@
 //   left out holds no permission.
 import { setTimeout as delay } from 'node:timers/promises';
 import { SvcError } from '@svc/protocol';
-import type { Etcd3, IKeyValue, Watcher } from 'etcd3';
+import type { Etcd3, IKeyValue, IOperation, Watcher } from 'etcd3';
 import {
   checkPolicyRecords,
   type PolicyAuthority,
@@ -53,7 +53,7 @@ export interface SecuritySync {
 const REQUEST_TIMEOUT_MS = 3_000;
 const READY_WAIT_MS = 2_000;
 const MAX_ATTEMPTS = 12;
-/** etcd's default --max-txn-ops is 128: the seeding transaction stays below it. */
+/** etcd's default --max-txn-ops is 128: every transaction stays below it. */
 const SEED_BATCH = 100;
 const RETRY_MIN_MS = 100;
 const RETRY_MAX_MS = 3_000;
@@ -143,6 +143,35 @@ export function startSecuritySync(options: SecuritySyncOptions): SecuritySync {
 
   const versionValue = (): string => JSON.stringify({ node, at: new Date().toISOString() });
 
+  /**
+   * Commits `ops` guarded by the version key's mod_revision (`undefined` = no policy yet). More
+   * operations than one transaction takes go in batches, each guarded by the revision the previous
+   * one wrote; false when another writer came first (the caller re-reads and decides again, so a
+   * broken-off sequence is completed from the newer policy).
+   */
+  const commitInBatches = async (
+    version: string | undefined,
+    ops: readonly IOperation[],
+  ): Promise<boolean> => {
+    let guardRevision = version;
+    for (let start = 0; start < ops.length; start += SEED_BATCH) {
+      const guard =
+        guardRevision === undefined
+          ? client.if(KEYS.securityVersion, 'Create', '==', 0)
+          : client.if(KEYS.securityVersion, 'Mod', '==', guardRevision);
+      const batch = ops.slice(start, start + SEED_BATCH);
+      const result = await registry(() =>
+        guard
+          .then(...batch, client.put(KEYS.securityVersion).value(versionValue()))
+          .options(deadline())
+          .commit(),
+      );
+      if (!result.succeeded) return false;
+      guardRevision = result.header.revision;
+    }
+    return true;
+  };
+
   const authority: PolicyAuthority = {
     async update(change) {
       if (!seeded) {
@@ -165,42 +194,37 @@ export function startSecuritySync(options: SecuritySyncOptions): SecuritySync {
           ...[...before.keys()].filter((key) => !after.has(key)).map((key) => client.delete().key(key)),
         ];
         if (ops.length === 0) return next;
-        if (ops.length >= SEED_BATCH)
-          throw new SvcError('bad_request', 'too many policy records changed at once');
-        const guard =
-          shared.version === undefined
-            ? client.if(KEYS.securityVersion, 'Create', '==', 0)
-            : client.if(KEYS.securityVersion, 'Mod', '==', shared.version);
-        const result = await registry(() =>
-          guard
-            .then(...ops, client.put(KEYS.securityVersion).value(versionValue()))
-            .options(deadline())
-            .commit(),
-        );
-        if (result.succeeded) return next;
+        if (await commitInBatches(shared.version, ops)) return next;
         await delay(RETRY_MIN_MS * Math.random());
       }
       throw new SvcError('conflict', 'the shared policy kept changing during this change; try again');
     },
   };
 
+  /** Records still to write after this node won the seeding (kept across retries). */
+  let seedRest: [string, string][] | undefined;
   /** Writes this node's policy into etcd unless etcd already has one; whether it did. */
   const seed = async (): Promise<boolean> => {
-    const records = [...recordsOf(store.document())];
-    const first = records.slice(0, SEED_BATCH);
-    const created = await registry(() =>
-      client
-        .if(KEYS.securityVersion, 'Create', '==', 0)
-        .then(
-          ...first.map(([key, value]) => client.put(key).value(value)),
-          client.put(KEYS.securityVersion).value(versionValue()),
-        )
-        .options(deadline())
-        .commit(),
-    );
-    if (!created.succeeded) return false;
-    // The rest one by one, each only where no record exists yet (another node may write meanwhile).
-    for (const [key, value] of records.slice(SEED_BATCH)) {
+    let won = seedRest !== undefined && seedRest.length > 0;
+    if (seedRest === undefined) {
+      const records = [...recordsOf(store.document())];
+      const first = records.slice(0, SEED_BATCH);
+      const created = await registry(() =>
+        client
+          .if(KEYS.securityVersion, 'Create', '==', 0)
+          .then(
+            ...first.map(([key, value]) => client.put(key).value(value)),
+            client.put(KEYS.securityVersion).value(versionValue()),
+          )
+          .options(deadline())
+          .commit(),
+      );
+      won = created.succeeded;
+      seedRest = won ? records.slice(SEED_BATCH) : [];
+    }
+    // The rest one by one, each only where no record exists yet (other nodes may write meanwhile).
+    for (let next = seedRest[0]; next !== undefined; next = seedRest[0]) {
+      const [key, value] = next;
       await registry(() =>
         client
           .if(key, 'Create', '==', 0)
@@ -208,17 +232,15 @@ export function startSecuritySync(options: SecuritySyncOptions): SecuritySync {
           .options(deadline())
           .commit(),
       );
+      seedRest.shift();
     }
-    return true;
+    return won;
   };
 
   // One re-list at a time; a request during one runs one more after it.
   let running: Promise<void> | undefined;
   let again = false;
-  const relistOnce = async (): Promise<void> => {
-    const shared = await read();
-    await store.adopt(shared.document);
-  };
+  const relistOnce = (): Promise<void> => store.adopt(async () => (await read()).document);
   const resync = (): Promise<void> => {
     if (running !== undefined) {
       again = true;
@@ -244,6 +266,7 @@ export function startSecuritySync(options: SecuritySyncOptions): SecuritySync {
   };
 
   const watch = async (): Promise<void> => {
+    if (watcher !== undefined) return;
     const created = await client.watch().prefix(KEYS.securityPrefix).create();
     if (closed) {
       await created.cancel();
@@ -261,7 +284,13 @@ export function startSecuritySync(options: SecuritySyncOptions): SecuritySync {
     });
   };
 
-  const start = async (): Promise<void> => {
+  // One establishing loop at a time (a cancelled watch may ask for one while another runs).
+  let establishing: Promise<void> | undefined;
+  const start = (): Promise<void> => {
+    establishing ??= establish().finally(() => (establishing = undefined));
+    return establishing;
+  };
+  const establish = async (): Promise<void> => {
     for (let wait = RETRY_MIN_MS; !closed; wait = Math.min(wait * 2, RETRY_MAX_MS)) {
       try {
         if (!seeded) {

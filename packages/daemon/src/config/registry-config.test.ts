@@ -58,7 +58,7 @@ describe('clusterConfigOf', () => {
       isMainNode: true,
       isWorkerNode: true,
       sessionTtlSeconds: 30,
-      enableRegistrySecurity: false,
+      enableRegistrySecurity: true,
       svcProxyUrl: undefined,
       tls: undefined,
     });
@@ -75,6 +75,16 @@ describe('clusterConfigOf', () => {
     expect(config.sessionTtlSeconds).toBe(4);
     expect(config.isMainNode).toBe(false);
     expect(config.isWorkerNode).toBe(false);
+  });
+
+  it('takes Registry.SvcProxyUrl as the origin the node report advertises', () => {
+    expect(
+      clusterConfigOf('/home', { Url: 'http://e:1', SvcProxyUrl: 'https://Node-A.example:8443/' }, {}, fail)!
+        .svcProxyUrl,
+    ).toBe('https://node-a.example:8443');
+    expect(
+      clusterConfigOf('/home', { Url: 'http://e:1', SvcProxyUrl: null }, {}, fail)!.svcProxyUrl,
+    ).toBeUndefined();
   });
 
   it('resolves the TLS files against SVC_HOME for an https registry', () => {
@@ -109,6 +119,10 @@ describe('clusterConfigOf', () => {
     [{}, { SVC_REGISTRY_URL: 'http://e:1', SVC_REGISTRY_SESSION_TTL: '1e9' }, 'SVC_REGISTRY_SESSION_TTL'],
     [{}, { SVC_REGISTRY_URL: 'gopher://e:1' }, 'SVC_REGISTRY_URL: endpoint 1'],
     [{ Url: 'http://e' }, {}, 'Registry.Url: endpoint 1: the port is required'],
+    [{ Url: 'http://e:1', SvcProxyUrl: 'http://node-a:6058' }, {}, 'Registry.SvcProxyUrl: expected https://'],
+    [{ Url: 'http://e:1', SvcProxyUrl: 'https://u:p@node-a' }, {}, 'Registry.SvcProxyUrl: credentials'],
+    [{ Url: 'http://e:1', SvcProxyUrl: 'https://node-a/x?y' }, {}, 'Registry.SvcProxyUrl: only scheme'],
+    [{ Url: 'http://e:1', SvcProxyUrl: 'node-a:6058' }, {}, 'Registry.SvcProxyUrl: '],
   ])('refuses %j %j', (registry, env, message) => {
     expect(() => clusterConfigOf('/home', registry, env, fail)).toThrow(message);
   });

@@ -12,6 +12,7 @@ export interface ClusterConfig {
   isWorkerNode: boolean;
   sessionTtlSeconds: number;
   enableRegistrySecurity: boolean;
+  /** Registry.SvcProxyUrl: the `svc` address of the node report instead of the listen address. */
   svcProxyUrl: string | undefined;
   /** PEM files for an `https://` registry: CA of etcd's certificate, client certificate and key. */
   tls: { caFile: string | undefined; certFile: string | undefined; keyFile: string | undefined } | undefined;
@@ -53,6 +54,25 @@ export function parseRegistryUrls(value: string): string[] {
 }
 
 /**
+ * Registry.SvcProxyUrl (App Mesh's AppmeshProxyUrl, "expose URL"): the address other nodes and
+ * clients reach this node at when it is not its listen address (a proxy, NAT): an `https://` origin.
+ */
+function proxyUrlOf(value: string, fail: (message: string) => Error): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw fail('Registry.SvcProxyUrl: not a URL');
+  }
+  if (url.protocol !== 'https:') throw fail('Registry.SvcProxyUrl: expected https://');
+  if (url.username !== '' || url.password !== '')
+    throw fail('Registry.SvcProxyUrl: credentials in the URL are not supported');
+  if ((url.pathname !== '/' && url.pathname !== '') || url.search !== '' || url.hash !== '')
+    throw fail('Registry.SvcProxyUrl: only scheme, host and port are allowed');
+  return url.origin;
+}
+
+/**
  * The cluster configuration, or undefined when neither SVC_REGISTRY_URL nor Registry.Url is set.
  * `fail` turns a problem into the caller's error type (config.ts: ConfigError).
  */
@@ -85,6 +105,7 @@ export function clusterConfigOf(
   if (!secure && ssl !== undefined) throw fail(`Registry.SSL is set but ${source} is not https://`);
   if (ssl !== undefined && (ssl.CertFile === undefined) !== (ssl.KeyFile === undefined))
     throw fail('Registry.SSL: CertFile and KeyFile go together (a client certificate and its key)');
+  const svcProxyUrl = registry.SvcProxyUrl ? proxyUrlOf(registry.SvcProxyUrl, fail) : undefined;
   const file = (path: string | undefined): string | undefined =>
     path === undefined || path === '' ? undefined : resolve(home, path);
   return {
@@ -93,7 +114,7 @@ export function clusterConfigOf(
     isWorkerNode: registry.IsWorkerNode ?? true,
     sessionTtlSeconds,
     enableRegistrySecurity: registry.EnableRegistrySecurity ?? true,
-    svcProxyUrl: registry.SvcProxyUrl || undefined,
+    svcProxyUrl,
     tls: secure
       ? { caFile: file(ssl?.CaFile), certFile: file(ssl?.CertFile), keyFile: file(ssl?.KeyFile) }
       : undefined,

@@ -10,6 +10,7 @@ import { startLeaderLoop } from '../../src/cluster/leader.ts';
 import { KEYS } from '../../src/cluster/records.ts';
 import { openRegistrySession, type RegistrySession } from '../../src/cluster/session.ts';
 import { waitFor } from '../helpers/wait-for.ts';
+import { startTcpProxy } from './tcp-proxy.ts';
 
 const quiet = (): void => undefined;
 
@@ -162,6 +163,119 @@ describe('election and fencing', () => {
     } finally {
       await session.close();
       await own.close();
+    }
+  }, 30_000);
+
+  // The watch resumes from a compacted revision: etcd cancels it, the loop watches again and
+  // re-lists ("cluster watch ended; watching again"). Asserted by the outcome only: with no periodic
+  // pass, the task written while the leader was cut off is placed only if the loop recovered.
+  it('a change made while the leader was cut off and compacted away is placed when it reconnects', async () => {
+    const proxy = await startTcpProxy(etcd.clientPort);
+    const session = await openRegistrySession({ urls: [proxy.url], ttlSeconds: 10 });
+    const messages: string[] = [];
+    const election = startElection({
+      session,
+      value: 'compact-a',
+      log: quiet,
+      onElected: quiet,
+      onDeposed: quiet,
+    });
+    const node = (host: string): string =>
+      JSON.stringify({
+        svc: 'https://127.0.0.1:1',
+        label: { HOST_NAME: host, arch: 'x86_64', os_version: 't', WORKER: 'true' },
+        leader: false,
+        resource: { cpu_cores: 1, mem_total_bytes: 1024 ** 3 },
+      });
+    const task = (name: string): string =>
+      JSON.stringify({ replication: 1, port: 0, memoryMB: 0, condition: {}, content: { name } });
+    try {
+      await waitFor(() => election.leading(), { what: 'compact-a leading' });
+      await reader.put(KEYS.node('cw1')).value(node('cw1'));
+      const loop = startLeaderLoop({
+        client: session.client,
+        fence: election.fence()!,
+        log: (_level, message) => messages.push(message),
+        onDeposed: quiet,
+        debounceMs: 10,
+        periodicMs: 3_600_000, // no periodic pass: only the watch can trigger one
+      });
+      try {
+        await reader.put(KEYS.task('before-cut')).value(task('before-cut'));
+        await waitFor(async () => (await reader.get(KEYS.topology('cw1')).string())?.includes('before-cut'), {
+          what: 'before-cut placed through the watch',
+        });
+        proxy.cut();
+        // While the leader is cut off: changes, then a compaction past them.
+        await reader.put(KEYS.task('during-cut')).value(task('during-cut'));
+        for (let i = 0; i < 5; i++) await reader.put('svc/cluster/noise').value(String(i));
+        const head = (await reader.get('svc/cluster/noise').exec()).header.revision;
+        await reader.kv.compact({ revision: head, physical: true });
+        proxy.heal();
+        await waitFor(async () => (await reader.get(KEYS.topology('cw1')).string())?.includes('during-cut'), {
+          timeoutMs: 30_000,
+          intervalMs: 50,
+          what: 'during-cut placed after the compacted watch was replaced',
+        });
+        expect(messages).toContain('topology written');
+      } finally {
+        await loop.stop();
+      }
+    } finally {
+      await reader.delete().prefix('svc/cluster/');
+      await election.stop();
+      await session.close();
+      await proxy.close();
+    }
+  }, 60_000);
+
+  it('a new term leaves placements on hosts without a report alone for its grace, then moves them', async () => {
+    const a = await candidate(etcd, 'grace-a');
+    const report = (host: string): string =>
+      JSON.stringify({
+        svc: 'https://127.0.0.1:1',
+        label: { HOST_NAME: host, arch: 'x86_64', os_version: 't', WORKER: 'true' },
+        leader: false,
+        resource: { cpu_cores: 1, mem_total_bytes: 1024 ** 3 },
+      });
+    try {
+      await waitFor(() => a.election.leading(), { what: 'grace-a leading' });
+      await reader
+        .put(KEYS.task('kept'))
+        .value(
+          JSON.stringify({ replication: 1, port: 0, memoryMB: 0, condition: {}, content: { name: 'kept' } }),
+        );
+      await reader.put(KEYS.node('gw1')).value(report('gw1'));
+      // Placed on a host that has not (re-)registered yet.
+      const entries = JSON.stringify([{ app: 'kept', schedule_time: '2026-01-01 00:00:00+00' }]);
+      await reader.put(KEYS.topology('slow-host')).value(entries);
+      const startedAt = Date.now();
+      const loop = startLeaderLoop({
+        client: a.session.client,
+        fence: a.election.fence()!,
+        log: quiet,
+        onDeposed: quiet,
+        graceMs: 1_500,
+        periodicMs: 3_600_000,
+      });
+      try {
+        await loop.pass();
+        expect(await reader.get(KEYS.topology('slow-host')).string()).toBe(entries);
+        expect(await reader.get(KEYS.topology('gw1')).string()).toBeNull();
+        await waitFor(async () => (await reader.get(KEYS.topology('gw1')).string())?.includes('kept'), {
+          timeoutMs: 10_000,
+          intervalMs: 20,
+          what: 'kept moved to gw1 after the grace',
+        });
+        expect(Date.now() - startedAt).toBeGreaterThanOrEqual(1_500);
+        expect(await reader.get(KEYS.topology('slow-host')).string()).toBeNull();
+      } finally {
+        await loop.stop();
+      }
+    } finally {
+      await reader.delete().prefix('svc/cluster/');
+      await a.election.stop();
+      await a.session.close();
     }
   }, 30_000);
 });

@@ -33,6 +33,8 @@ export interface ClusterNodeSpec {
   main?: boolean;
   /** Registry.IsWorkerNode (runs cluster apps); default true. */
   worker?: boolean;
+  /** Registry.SvcProxyUrl: the address the node report advertises. */
+  svcProxyUrl?: string;
   /** Labels section of the node's config.yaml. */
   labels?: Record<string, string>;
   /** Reach etcd through a TCP proxy of its own (`cluster.proxy(host)`), for partition tests. */
@@ -132,6 +134,7 @@ function configYaml(spec: ClusterNodeSpec, ttlSeconds: number, tls: RegistryTlsF
     `  IsWorkerNode: ${spec.worker ?? true}`,
     `  SessionTTL: ${ttlSeconds}`,
   ];
+  if (spec.svcProxyUrl !== undefined) lines.push(`  SvcProxyUrl: ${JSON.stringify(spec.svcProxyUrl)}`);
   if (tls !== undefined)
     lines.push(
       '  SSL:',

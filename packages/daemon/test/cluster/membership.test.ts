@@ -12,7 +12,7 @@ describe('cluster membership', () => {
       nodes: [
         { host: 'node-a', labels: { zone: 'east' } },
         { host: 'node-b', main: false },
-        { host: 'node-c', worker: false },
+        { host: 'node-c', worker: false, svcProxyUrl: 'https://node-c.example:8443' },
       ],
       ttlSeconds: 3,
     });
@@ -33,6 +33,8 @@ describe('cluster membership', () => {
     expect(a.resource.cpu_cores).toBeGreaterThan(0);
     expect(a.resource.mem_total_bytes).toBeGreaterThan(0);
     expect(reports['node-c']!.label['WORKER']).toBe('false');
+    // Registry.SvcProxyUrl replaces the listen address in the report.
+    expect(reports['node-c']!.svc).toBe('https://node-c.example:8443');
     // On the node's lease: the key carries a lease id.
     const raw = await cluster.registry.get('svc/cluster/nodes/node-b').exec();
     expect(raw.kvs[0]!.lease).not.toBe('0');

@@ -326,4 +326,21 @@ describe('security sync (real etcd, policy stores)', () => {
     await waitFor(() => b.store.getPrincipal('frank')?.roles[0] === 'svc-viewer', { what: 'frank on B' });
     expect(a.store.getPrincipal('frank')?.roles).toEqual(['svc-viewer']);
   });
+
+  it('commits a change of more records than one transaction takes (a large file edit) completely', async () => {
+    const a = await startNode('a', FILE_A);
+    const b = await startNode('b', '');
+    const added = Array.from({ length: 150 }, (_, i) => `  bulk-${i}: { roles: [svc-viewer] }`).join('\n');
+    await writeFile(
+      a.file,
+      (await readFile(a.file, 'utf8')).replace('principals:\n', `principals:\n${added}\n`),
+    );
+    await a.store.setRole('trigger', ['app-view']);
+    const bulk = (node: Node): number =>
+      node.store.listPrincipals().filter((p) => p.id.startsWith('bulk-')).length;
+    await waitFor(() => bulk(b) === 150 && 'trigger' in b.store.listRoles(), {
+      what: 'all 150 and the role on B',
+    });
+    expect(bulk(a)).toBe(150);
+  });
 });

@@ -53,7 +53,9 @@ describe('cluster security in sync', () => {
     (await call(host, 'GET', '/svc/applications', token)).status;
 
   async function enforcedWithin(what: string, check: () => Promise<boolean>): Promise<void> {
+    const started = Date.now();
     await waitFor(check, { timeoutMs: WITHIN_MS, intervalMs: 10, what });
+    console.log(`[cluster] security: ${what} ${Date.now() - started} ms after the write's answer`);
   }
 
   it('enforces a new principal, a role change and a tombstone made on one node on the others', async () => {
