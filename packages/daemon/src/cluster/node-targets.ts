@@ -37,6 +37,8 @@ export interface NodeTargets {
 
 export async function startNodeTargets(options: {
   session: RegistrySession;
+  /** Reads (not the session's client). */
+  client: Etcd3;
   hostName: string;
   /** This node's TCP API address as peers reach it. */
   endpoint: NodeEndpoint;
@@ -45,7 +47,7 @@ export async function startNodeTargets(options: {
   logger: Logger;
 }): Promise<NodeTargets> {
   const { session, logger } = options;
-  const client: Etcd3 = session.client;
+  const client = options.client;
   await session.putOwned(KEYS.endpoint(options.hostName), JSON.stringify(options.endpoint));
   let endpoints = new Map<string, NodeEndpoint>();
   let reading = false;

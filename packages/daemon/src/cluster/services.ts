@@ -59,6 +59,8 @@ export interface ServiceRegistry {
 
 export function createServiceRegistry(options: {
   session: RegistrySession;
+  /** Reads (not the session's client: its failures during an outage must not hold up keepalives). */
+  client: Etcd3;
   hostName: string;
   svcUrl: () => string;
   /** A new etcd client for the watch (registry-watch.ts). */
@@ -66,7 +68,7 @@ export function createServiceRegistry(options: {
   logger: Logger;
 }): ServiceRegistry {
   const { session, hostName, logger } = options;
-  const client = session.client;
+  const client = options.client;
   let cache = new Map<string, Map<string, ServiceRecord>>();
   let environment: Record<string, string> = {};
   const mine = new Map<string, number>();

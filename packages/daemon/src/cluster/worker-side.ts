@@ -27,12 +27,16 @@ export async function startWorkerSide(
   tcpPort: number,
   logger: Logger,
 ): Promise<WorkerSide> {
-  const client = node.session.client;
   const tls = await readTls(node.config.tls);
   const watchClient = (): Etcd3 => new Etcd3(etcdClientOptions(node.config.urls, tls));
+  // Reads of this side (and the API's calls) go through a client of their own: during an etcd outage
+  // their failures open the client's circuit breaker, which on the session's client would also hold
+  // up its keepalives (and cost the node its lease) after etcd is back.
+  const client = watchClient();
   const svcHost = new URL(node.report().svc).hostname;
   const targets = await startNodeTargets({
     session: node.session,
+    client,
     hostName: node.hostName,
     endpoint: { tcp_host: svcHost.startsWith('[') ? svcHost.slice(1, -1) : svcHost, tcp_port: tcpPort },
     watchClient,
@@ -40,6 +44,7 @@ export async function startWorkerSide(
   });
   const services = createServiceRegistry({
     session: node.session,
+    client,
     hostName: node.hostName,
     svcUrl: () => node.report().svc,
     watchClient,
@@ -57,6 +62,7 @@ export async function startWorkerSide(
       await targets.close();
       await worker?.close();
       await services.close();
+      client.close();
     },
   };
 }
