@@ -44,6 +44,19 @@ template <typename Stream> void verifyHost(Stream &stream, const std::string &ho
         SSL_set_tlsext_host_name(stream.native_handle(), host.c_str());
 }
 
+/** The limits of spec/wire-vectors.json: a request over them throws WireError, nothing is sent. */
+void checkLimits(const wire::Request &request) {
+    if (request.request_uri.size() > wire::MAX_REQUEST_URI_BYTES)
+        throw WireError("limit_exceeded", "request_uri", "request_uri is over 8 KiB");
+    for (const auto *map : {&request.headers, &request.query}) {
+        const char *field = map == &request.headers ? "headers" : "query";
+        if (map->size() > wire::MAX_HEADERS) throw WireError("limit_exceeded", field, std::string("too many ") + field);
+        for (const auto &[name, value] : *map)
+            if (name.size() > wire::MAX_HEADER_VALUE_BYTES || value.size() > wire::MAX_HEADER_VALUE_BYTES)
+                throw WireError("limit_exceeded", std::string(field) + "." + name, std::string("a ") + field + " entry is over 64 KiB");
+    }
+}
+
 /** What TCP and WSS share: the io thread, the write queue, the close state, the demultiplexer. */
 class AsioTransport : public Transport {
 public:
@@ -61,6 +74,7 @@ public:
         request.headers = call.headers;
         request.query = call.query;
         request.body = call.body;
+        checkLimits(request); // what the daemon would refuse by closing the connection is refused here
         auto message = std::make_shared<wire::Bytes>(encodeMessage(wire::encodeRequest(request)));
         auto answer = m_demux.expect(request.uuid); // rule 2: registered before the bytes go out
         {
