@@ -7,6 +7,8 @@
 #                                 also runs the chatty and memory-hog children of reliability tests
 #   util-linux (fallocate)        output size cap (hole punching)
 #   etcd-server                   cluster mode tests start a real etcd (packages/testkit/src/etcd.ts)
+#   prometheus, systemd           packaging tests: a real Prometheus scrapes the packaged metrics stack;
+#                                 systemd-analyze verifies the units (dpkg-deb builds the package)
 # Installed with apt-get when missing (root on Debian); otherwise it stops at once naming the one
 # command that installs them. A machine that has everything returns at once without touching apt.
 set -euo pipefail
@@ -24,6 +26,9 @@ fi
 python3 -c 'import yaml' >/dev/null 2>&1 || missing+=(python3-yaml)
 have fallocate || missing+=(util-linux)
 [ -x "${SVC_TEST_ETCD:-/usr/bin/etcd}" ] || missing+=(etcd-server)
+[ -x "${SVC_TEST_PROMETHEUS:-/usr/bin/prometheus}" ] || missing+=(prometheus)
+have systemd-analyze || missing+=(systemd)
+have dpkg-deb || missing+=(dpkg)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 command_line="apt-get update && apt-get install -y ${missing[*]}"
