@@ -26,6 +26,7 @@ struct Demultiplexer::Slot {
     std::deque<nlohmann::json> queue;
     std::condition_variable wake;
     bool closed = false;
+    bool finished = false; // the dispatcher returned: its thread can be joined at once
     std::thread thread;
 };
 
@@ -127,8 +128,12 @@ void Demultiplexer::enqueueLocked(const std::shared_ptr<Slot> &slot, nlohmann::j
 void Demultiplexer::registerCallback(const std::string &subscriptionId, EventCallback callback) {
     auto slot = std::make_shared<Slot>();
     slot->callback = std::move(callback);
+    std::list<std::shared_ptr<Slot>> finished; // dispatchers of removed subscriptions that returned
     std::lock_guard<std::mutex> lock(m_mutex);
     if (m_slots.count(subscriptionId) != 0) throw SvcError("subscription " + subscriptionId + " is already registered");
+    for (auto it = m_allSlots.begin(); it != m_allSlots.end();)
+        if ((*it)->finished) finished.splice(finished.end(), m_allSlots, it++);
+        else ++it;
     m_slots[subscriptionId] = slot;
     m_allSlots.push_back(slot);
     m_forgotten.erase(subscriptionId);
@@ -140,12 +145,17 @@ void Demultiplexer::registerCallback(const std::string &subscriptionId, EventCal
             m_pending.erase(buffered);
         }
     }
+    // They set `finished` under this lock and only return after it: joining them does not wait.
+    for (auto &done : finished) done->thread.join();
     // The dispatcher: one event at a time, in arrival order, outside the lock.
     slot->thread = std::thread([this, raw = slot.get()] {
         std::unique_lock<std::mutex> guard(m_mutex);
         for (;;) {
             raw->wake.wait(guard, [raw] { return raw->closed || !raw->queue.empty(); });
-            if (raw->queue.empty()) return; // closed and drained
+            if (raw->queue.empty()) { // closed and drained
+                raw->finished = true;
+                return;
+            }
             auto event = std::move(raw->queue.front());
             raw->queue.pop_front();
             guard.unlock();
@@ -208,6 +218,10 @@ size_t Demultiplexer::bufferedEvents(const std::string &subscriptionId) const {
     std::lock_guard<std::mutex> lock(m_mutex);
     const auto it = m_pending.find(subscriptionId);
     return it == m_pending.end() ? 0 : it->second.size();
+}
+size_t Demultiplexer::dispatcherThreads() const {
+    std::lock_guard<std::mutex> lock(m_mutex);
+    return m_allSlots.size();
 }
 size_t Demultiplexer::droppedEvents() const {
     std::lock_guard<std::mutex> lock(m_mutex);

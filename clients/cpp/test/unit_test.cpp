@@ -165,6 +165,24 @@ TEST(Demux, EventsAfterUnsubscribeAreDropped) {
     EXPECT_EQ(demux.registeredSubscriptions(), 0u);
 }
 
+TEST(Demux, RemovedSubscriptionsDoNotAccumulateThreads) {
+    Collector c;
+    Demultiplexer demux;
+    for (int i = 0; i < 200; ++i) {
+        const std::string id = "s" + std::to_string(i);
+        demux.registerCallback(id, c.callback());
+        demux.unregisterCallback(id);
+    }
+    ASSERT_TRUE(eventually([&] {
+        demux.registerCallback("probe", c.callback()); // reaps the dispatchers that returned
+        demux.unregisterCallback("probe");
+        return demux.dispatcherThreads() <= 2;
+    }));
+    demux.registerCallback("x", c.callback());
+    EXPECT_THROW(demux.registerCallback("x", c.callback()), SvcError); // one callback per subscription
+    EXPECT_EQ(demux.registeredSubscriptions(), 1u);
+}
+
 TEST(Errors, EveryCodeOfTheRegistryIsATypedErrorWithItsStatus) {
     const auto registry = loadSpec("errors.json");
     ASSERT_GT(registry.size(), 20u);

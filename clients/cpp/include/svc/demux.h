@@ -69,6 +69,8 @@ public:
     size_t bufferedEvents(const std::string &subscriptionId) const;
     /** Events dropped by the buffer caps. */
     size_t droppedEvents() const;
+    /** Dispatcher threads not yet joined (registered ones plus removed ones not yet reaped). */
+    size_t dispatcherThreads() const;
 
 private:
     struct Slot;
