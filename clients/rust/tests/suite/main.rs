@@ -1,0 +1,5 @@
+//! The Rust client's suite against a real daemon (`SVC_TESTKIT_COMMAND`, spec/testkit.md).
+mod conformance;
+mod daemon;
+mod operations;
+mod wire_vectors;
