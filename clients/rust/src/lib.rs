@@ -7,6 +7,7 @@ mod client;
 pub mod demux;
 mod error;
 mod models;
+mod oauth;
 mod run_wait;
 mod token;
 pub mod transport;
@@ -19,6 +20,10 @@ pub use error::{ErrorCode, Result, SvcError};
 pub use models::{
     print_output_handler, AppEvent, AppOutput, AppRun, Application, EventCallback, OutputFn, OutputHandler,
     SubscriptionResult, EVENT_TYPE_DISCONNECTED,
+};
+pub use oauth::{
+    pkce_challenge, AuthorizationRequest, DeviceAuthorization, DevicePoll, Discovery, OAuth2Config, OAuthClient,
+    SvcClientOAuth, TokenSet, DEFAULT_OAUTH_SCOPE,
 };
 pub use token::{StaticToken, TokenProvider};
 pub use transport::{WireCall, WireReply};
