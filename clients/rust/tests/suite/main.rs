@@ -4,3 +4,4 @@ mod daemon;
 mod oauth;
 mod operations;
 mod wire_vectors;
+mod worker;
