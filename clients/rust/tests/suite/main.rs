@@ -3,5 +3,6 @@ mod conformance;
 mod daemon;
 mod oauth;
 mod operations;
+mod scripted;
 mod wire_vectors;
 mod worker;
