@@ -7,6 +7,8 @@
 #                                 also runs the chatty and memory-hog children of reliability tests
 #   util-linux (fallocate)        output size cap (hole punching)
 #   etcd-server                   cluster mode tests start a real etcd (packages/testkit/src/etcd.ts)
+#   prometheus, systemd           packaging tests: a real Prometheus scrapes the packaged metrics stack;
+#                                 systemd-analyze verifies the units (dpkg-deb builds the package)
 #   Rust >= 1.89 with clippy      the Rust client (clients/rust); not from apt (Debian's is older):
 #                                 without it the script stops naming the rustup command
 # Installed with apt-get when missing (root on Debian); otherwise it stops at once naming the one
@@ -26,6 +28,9 @@ fi
 python3 -c 'import yaml' >/dev/null 2>&1 || missing+=(python3-yaml)
 have fallocate || missing+=(util-linux)
 [ -x "${SVC_TEST_ETCD:-/usr/bin/etcd}" ] || missing+=(etcd-server)
+[ -x "${SVC_TEST_PROMETHEUS:-/usr/bin/prometheus}" ] || missing+=(prometheus)
+have systemd-analyze || missing+=(systemd)
+have dpkg-deb || missing+=(dpkg)
 # --- Rust client (clients/rust): cargo and clippy from rustup (~/.cargo/bin), Rust >= 1.89.
 rust_problem=""
 rust_path="$PATH:${CARGO_HOME:-${HOME:-/root}/.cargo}/bin"
