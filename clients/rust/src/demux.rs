@@ -212,3 +212,125 @@ impl AppEvent {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc::{channel, Receiver};
+    use std::time::Duration;
+
+    fn push(id: Option<&str>, sequence: u64, body: Option<&[u8]>) -> ResponseMessage {
+        let json = serde_json::json!({ "subscription_id": id, "event_type": "STDOUT", "sequence": sequence });
+        ResponseMessage {
+            uuid: "u".into(),
+            request_uri: EVENT_REQUEST_URI.into(),
+            http_status: 200,
+            body: body
+                .map(<[u8]>::to_vec)
+                .unwrap_or_else(|| serde_json::to_vec(&json).unwrap()),
+            ..ResponseMessage::default()
+        }
+    }
+
+    fn collect(demux: &Demux, id: &str) -> Receiver<AppEvent> {
+        let (tx, rx) = channel();
+        let tx = Mutex::new(tx);
+        demux.register_callback(id, Arc::new(move |e| tx.lock().unwrap().send(e).unwrap()));
+        rx
+    }
+
+    fn sequences(rx: &Receiver<AppEvent>, n: usize) -> Vec<u64> {
+        (0..n)
+            .map(|_| rx.recv_timeout(Duration::from_secs(5)).expect("an event").sequence)
+            .collect()
+    }
+
+    #[test]
+    fn buffers_within_the_caps_and_flushes_in_order_at_registration() {
+        let demux = Demux::new();
+        for sequence in 1..=1100 {
+            for id in 0..70 {
+                demux.route(push(Some(&format!("flood-{id}")), sequence, None));
+            }
+        }
+        let stats = demux.stats();
+        assert_eq!(stats.buffered_subscriptions, MAX_BUFFERED_SUBSCRIPTIONS);
+        assert_eq!(stats.dropped_events, 6 * 1100 + 64 * 100);
+        let rx = collect(&demux, "flood-0");
+        assert_eq!(sequences(&rx, 1000), (101..=1100).collect::<Vec<_>>());
+        demux.route(push(Some("flood-0"), 1101, None));
+        assert_eq!(sequences(&rx, 1), vec![1101]);
+        demux.unregister_callback("flood-1");
+        assert_eq!(demux.stats().buffered_subscriptions, 62);
+        demux.stop();
+        assert_eq!(demux.stats().buffered_subscriptions, 0);
+    }
+
+    #[test]
+    fn hostile_pushes_are_dropped_or_routed_by_the_header() {
+        let demux = Demux::new();
+        // No subscription id anywhere, a body that is not JSON, an empty id: nothing buffered.
+        demux.route(push(None, 1, None));
+        demux.route(push(None, 1, Some(b"\xff\x00 not json")));
+        demux.route(push(Some(""), 1, None));
+        assert_eq!(demux.stats().buffered_subscriptions, 0);
+        // The header names the subscription when the body does not.
+        let mut message = push(None, 7, Some(b"{}"));
+        message.headers = vec![("x-subscription-id".into(), "s".into())];
+        demux.route(message);
+        let rx = collect(&demux, "s");
+        let event = rx.recv_timeout(Duration::from_secs(5)).unwrap();
+        assert_eq!((event.subscription_id.as_str(), event.sequence), ("s", 0));
+        // An answer for no pending request is ignored.
+        demux.route(ResponseMessage {
+            uuid: "nobody".into(),
+            request_uri: "/svc/self".into(),
+            ..Default::default()
+        });
+        assert_eq!(demux.stats().pending_requests, 0);
+    }
+
+    #[test]
+    fn stop_wakes_waiters_and_tells_each_callback_once() {
+        let demux = Demux::new();
+        let waiter = demux.register_request("r1").unwrap();
+        let rx = collect(&demux, "s1");
+        demux.stop();
+        demux.stop();
+        assert!(
+            waiter.blocking_recv().is_err(),
+            "the waiter is woken with the disconnect"
+        );
+        let event = rx.recv_timeout(Duration::from_secs(5)).unwrap();
+        assert_eq!(event, AppEvent::disconnected("s1"));
+        assert!(
+            rx.recv_timeout(Duration::from_millis(200)).is_err(),
+            "exactly one __disconnected__"
+        );
+        assert!(matches!(
+            demux.register_request("r2"),
+            Err(SvcError::TransportDisconnected)
+        ));
+    }
+
+    #[test]
+    fn answers_reach_their_own_waiter() {
+        let demux = Demux::new();
+        let a = demux.register_request("a").unwrap();
+        let b = demux.register_request("b").unwrap();
+        demux.route(ResponseMessage {
+            uuid: "b".into(),
+            request_uri: "/x".into(),
+            http_status: 201,
+            ..Default::default()
+        });
+        demux.route(ResponseMessage {
+            uuid: "a".into(),
+            request_uri: "/x".into(),
+            http_status: 200,
+            ..Default::default()
+        });
+        assert_eq!(a.blocking_recv().unwrap().http_status, 200);
+        assert_eq!(b.blocking_recv().unwrap().http_status, 201);
+    }
+}

@@ -25,14 +25,34 @@ use crate::wire::{encode_frame, FrameDecoder, RequestMessage, ResponseMessage, C
 /// WebSocket sub-protocol of the WSS transport.
 pub const WS_SUBPROTOCOL: &str = "svc-ws";
 
-/// One request, transport-neutral.
-#[derive(Debug, Clone, Default)]
+/// One request, transport-neutral. `Debug` redacts the bearer and the process key.
+#[derive(Clone, Default)]
 pub struct WireCall {
     pub method: String,
     pub path: String,
     pub query: Vec<(String, String)>,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
+}
+
+impl std::fmt::Debug for WireCall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let headers: Vec<(&str, &str)> = self
+            .headers
+            .iter()
+            .map(|(k, v)| {
+                let secret = k.eq_ignore_ascii_case("authorization") || k.eq_ignore_ascii_case("x-svc-process-key");
+                (k.as_str(), if secret { "<redacted>" } else { v.as_str() })
+            })
+            .collect();
+        f.debug_struct("WireCall")
+            .field("method", &self.method)
+            .field("path", &self.path)
+            .field("query", &self.query)
+            .field("headers", &headers)
+            .field("body_len", &self.body.len())
+            .finish()
+    }
 }
 
 /// One answer, transport-neutral (header names as sent; look them up case-insensitively).
@@ -174,9 +194,6 @@ impl Persistent {
             let mut tasks = shutdown.tasks.lock().unwrap_or_else(|e| e.into_inner());
             tasks.push(read_task.abort_handle());
             tasks.push(write_task.abort_handle());
-        }
-        if *closed.borrow() {
-            shutdown.run();
         }
         Arc::new(Persistent {
             demux,
