@@ -44,7 +44,7 @@ function run(line: string): Promise<{ ok: boolean; output: string }> {
 }
 
 await describeForeignSuite('Rust client (clients/rust, cargo test against svc-testkit)', {
-  minimumCases: 45,
+  minimumCases: 47,
   run: async () => {
     const clippy = await run('cargo clippy --all-targets --locked -- -D warnings');
     const tests = await run('cargo test --locked --no-fail-fast');

@@ -365,3 +365,26 @@ async fn token_provider_refreshes_once_after_401_and_never_after_403() {
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_first_request_on_a_new_connection_is_accepted() {
+    // The daemon takes at most 1 MiB before a connection authenticated: the client sends a small
+    // authenticated request first, so a 3 MiB upload as the very first request succeeds.
+    let daemon = Daemon::shared();
+    let dir = std::env::temp_dir().join(format!("svc-rust-large-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let local = dir.join("large.bin");
+    let body: Vec<u8> = (0..3 * 1024 * 1024).map(|i| (i % 251) as u8).collect();
+    std::fs::write(&local, &body).unwrap();
+    for transport in ["tcp", "wss"] {
+        let client = daemon.client(transport, Some("svc-admin"));
+        let remote = dir.join(format!("remote-{transport}.bin"));
+        client
+            .upload_file(&local, remote.to_str().unwrap(), false)
+            .await
+            .expect("a large first request");
+        assert_eq!(std::fs::read(&remote).unwrap(), body, "{transport}");
+        client.close().await;
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

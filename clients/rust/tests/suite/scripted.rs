@@ -467,3 +467,33 @@ fn every_transcript_is_run() {
         }
     }
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_frame_over_the_1_gib_receive_bound_disconnects() {
+    let (mut server, client) = Server::start().await;
+    let pending = {
+        let client = client.clone();
+        tokio::spawn(async move { client.raw_request("GET", "/svc/self", vec![], vec![], vec![]).await })
+    };
+    tokio::time::timeout(WAIT, server.requests.recv())
+        .await
+        .expect("a request")
+        .expect("open");
+    // A header announcing 1 GiB + 1: rejected from the header alone, without waiting for a body.
+    let mut header = svc::wire::FRAME_MAGIC.to_be_bytes().to_vec();
+    header.extend_from_slice(&((CLIENT_MAX_BODY_BYTES as u32) + 1).to_be_bytes());
+    server.write(&header).await;
+    let outcome = tokio::time::timeout(WAIT, pending)
+        .await
+        .expect("the waiter was woken")
+        .unwrap();
+    assert!(matches!(outcome, Err(SvcError::TransportDisconnected)), "{outcome:?}");
+    tokio::time::timeout(WAIT, client.closed())
+        .await
+        .expect("the transport closed");
+    let later = client.raw_request("GET", "/svc/self", vec![], vec![], vec![]).await;
+    assert!(
+        matches!(later, Err(SvcError::TransportDisconnected)),
+        "later calls fail at once"
+    );
+}
