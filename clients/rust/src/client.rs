@@ -210,8 +210,13 @@ impl SvcClient {
     /// Registers the callback of a subscription made elsewhere (e.g. by `add_app` with
     /// `subscribe_events`); events that arrived before are delivered first, in order.
     pub async fn register_event_callback(&self, subscription_id: &str, callback: EventCallback) -> Result<()> {
+        // Opening the connection here (WSS) must carry the bearer at upgrade like any call.
+        let bearer = match self.provider() {
+            Some(p) => Some(p.access_token().await?),
+            None => None,
+        };
         let connection = self
-            .connection(None)
+            .connection(bearer.as_deref())
             .await?
             .ok_or_else(|| self.unsupported("event callbacks"))?;
         connection.demux().register_callback(subscription_id, callback);
