@@ -308,6 +308,12 @@ async fn authorization_code_with_pkce_and_single_use_state() {
     // An unknown state is refused too.
     let forged = format!("{REDIRECT_URI}?code=x&state=forged");
     assert!(oauth.exchange_callback(&forged).await.is_err());
+    // Malformed, oversized and hostile callbacks are refused before any exchange.
+    let huge = format!("{REDIRECT_URI}?code=x&state={}", "s".repeat(1 << 20));
+    let hostile = format!("{REDIRECT_URI}?code=%00%ff&state=%00&state=");
+    for bad in ["not a url", "", &huge, &hostile, REDIRECT_URI] {
+        assert!(oauth.exchange_callback(bad).await.is_err(), "accepted {:.60}", bad);
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
