@@ -10,6 +10,8 @@
 #   etcd-server                   cluster mode tests start a real etcd (packages/testkit/src/etcd.ts)
 #   prometheus, systemd           packaging tests: a real Prometheus scrapes the packaged metrics stack;
 #                                 systemd-analyze verifies the units (dpkg-deb builds the package)
+#   Rust >= 1.89 with clippy      the Rust client (clients/rust); not from apt (Debian's is older):
+#                                 without it the script stops naming the rustup command
 # Installed with apt-get when missing (root on Debian); otherwise it stops at once naming the one
 # command that installs them. A machine that has everything returns at once without touching apt.
 set -euo pipefail
@@ -37,11 +39,24 @@ if have python3 && ! python3 -c 'import sys; sys.exit(sys.version_info < (3, 10)
   echo "test-deps: clients/python needs python3 >= 3.10 (found $(python3 -V 2>&1)); install a newer python3 first" >&2
   exit 1
 fi
+# --- Rust client (clients/rust): cargo and clippy from rustup (~/.cargo/bin), Rust >= 1.89.
+rust_problem=""
+rust_path="$PATH:${CARGO_HOME:-${HOME:-/root}/.cargo}/bin"
+rust_minor=""
+if [[ "$(PATH="$rust_path" cargo --version 2>/dev/null)" =~ ^cargo\ 1\.([0-9]+)\. ]]; then rust_minor=${BASH_REMATCH[1]}; fi
+if [ -z "$rust_minor" ] || [ "$rust_minor" -lt 89 ] || ! PATH="$rust_path" cargo clippy --version >/dev/null 2>&1; then
+  rust_problem="test-deps: the Rust client needs Rust >= 1.89 with clippy, which apt does not provide; install it first: curl -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal --component clippy"
+fi
+rust_check() { [ -z "$rust_problem" ] || { echo "$rust_problem" >&2; exit 1; }; }
+[ ${#missing[@]} -eq 0 ] && rust_check
+# --- end Rust client
+
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 command_line="apt-get update && apt-get install -y ${missing[*]}"
 if [ "$(id -u)" != 0 ] || ! have apt-get; then
   echo "test-deps: missing ${missing[*]}; install them first: sudo sh -c '${command_line}'" >&2
+  [ -z "$rust_problem" ] || echo "$rust_problem" >&2
   exit 1
 fi
 echo "test-deps: installing ${missing[*]}" >&2
@@ -49,3 +64,4 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 # Chromium with its recommended packages: fonts-liberation renders the page text.
 apt-get install -y -qq "${missing[@]}" >/dev/null
+rust_check
