@@ -19,6 +19,14 @@ export const KEYS = {
   servicePrefix: (app: string): string => `svc/services/${app}/`,
   service: (app: string, host: string): string => `svc/services/${app}/${host}`,
   securityPrefix: 'svc/security/',
+  /** Changed by every write of the shared policy; writers compare its mod_revision (no lost update). */
+  securityVersion: 'svc/security/version',
+  securityRolesPrefix: 'svc/security/roles/',
+  /** A custom role: JSON array of permissions. */
+  securityRole: (name: string): string => `svc/security/roles/${name}`,
+  securityPrincipalsPrefix: 'svc/security/principals/',
+  /** A principal record: JSON `{roles, status, execution_user?}`; the id is the rest of the key, as is. */
+  securityPrincipal: (id: string): string => `svc/security/principals/${id}`,
 } as const;
 
 /** The last path segment of a key under `prefix` (a host or app name), or undefined. */
