@@ -10,6 +10,8 @@
 #   etcd-server                   cluster mode tests start a real etcd (packages/testkit/src/etcd.ts)
 #   prometheus, systemd           packaging tests: a real Prometheus scrapes the packaged metrics stack;
 #                                 systemd-analyze verifies the units (dpkg-deb builds the package)
+#   cmake, g++, libmsgpack-cxx-dev, nlohmann-json3-dev, libcurl4-openssl-dev, libboost-dev,
+#   libssl-dev, libgtest-dev      the C++ client (clients/cpp): CMake build, ctest with GoogleTest
 #   Rust >= 1.89 with clippy      the Rust client (clients/rust); not from apt (Debian's is older):
 #                                 without it the script stops naming the rustup command
 # Installed with apt-get when missing (root on Debian); otherwise it stops at once naming the one
@@ -32,6 +34,15 @@ have fallocate || missing+=(util-linux)
 [ -x "${SVC_TEST_PROMETHEUS:-/usr/bin/prometheus}" ] || missing+=(prometheus)
 have systemd-analyze || missing+=(systemd)
 have dpkg-deb || missing+=(dpkg)
+# C++ client (clients/cpp): compiler, CMake and the Debian libraries it builds on.
+have cmake || missing+=(cmake)
+have g++ || missing+=(g++)
+[ -f /usr/include/msgpack.hpp ] || missing+=(libmsgpack-cxx-dev)
+[ -f /usr/include/nlohmann/json.hpp ] || missing+=(nlohmann-json3-dev)
+compgen -G '/usr/include/*/curl/curl.h' >/dev/null || missing+=(libcurl4-openssl-dev)
+[ -f /usr/include/boost/beast.hpp ] || missing+=(libboost-dev)
+[ -f /usr/include/openssl/ssl.h ] || missing+=(libssl-dev)
+[ -f /usr/include/gtest/gtest.h ] || missing+=(libgtest-dev)
 # Python client (clients/python): python3 >= 3.10 with venv and pip (above); its PyPI dependencies
 # go into a venv under node_modules/.cache (clients/python/python-client.test.ts). apt cannot give
 # a newer python3 than the release has, so an old one stops here.

@@ -39,6 +39,8 @@ describe('script/test-deps.sh', () => {
         'util-linux',
         'systemd',
         'dpkg',
+        'cmake',
+        'g++',
       ])
         expect(failed?.stderr).toContain(pkg);
       expect(failed?.stderr).toMatch(/apt-get update && apt-get install -y /);
