@@ -241,7 +241,12 @@ export async function openRegistrySession(options: RegistrySessionOptions): Prom
       owned.set(key, value);
       undeleted.delete(key);
       const current = lease;
-      if (current === undefined) return;
+      if (current === undefined) return; // written on the next lease
+      if (!alive()) {
+        // etcd is not answering: do not wait for it; written after the next answered keepalive.
+        dirty.add(key);
+        return;
+      }
       try {
         await current.put(key).value(value);
         dirty.delete(key);
@@ -254,6 +259,10 @@ export async function openRegistrySession(options: RegistrySessionOptions): Prom
     async deleteOwned(key) {
       owned.delete(key);
       dirty.delete(key);
+      if (!alive()) {
+        undeleted.add(key); // deleted after the next answered keepalive (or dies with the lease)
+        return;
+      }
       await deleteKey(key);
     },
     onLease(listener) {
