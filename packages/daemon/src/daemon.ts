@@ -224,7 +224,11 @@ export async function startDaemon(
   const tcpPort = await listen(tcp, config.tcpPort, config.listenAddress);
   restBaseUrl = `https://${urlHost(config.listenAddress)}:${restPort}`;
 
+  // Cluster mode: the peer variables (SVC_SERVICE_<APP>_ADDR) come from the service registry, which
+  // starts once the node has joined (below).
+  const peers = { environment: (): Record<string, string> => ({}) };
   const supervisor = await createSupervisor({
+    ...(config.cluster === undefined ? {} : { peerEnvironment: () => peers.environment() }),
     workDir: work,
     crypter,
     daemonUrl: restBaseUrl,
@@ -290,6 +294,14 @@ export async function startDaemon(
           log: (level, message, fields) =>
             logger.child({ component: 'security-sync' })[level](message, fields),
         });
+  // Cluster apps (worker nodes), service records and the /svc/cluster/* registry view.
+  const workerSide =
+    cluster === undefined
+      ? undefined
+      : await (
+          await import('./cluster/worker-side.ts')
+        ).startWorkerSide(cluster, supervisor.cluster, tcpPort, logger);
+  if (workerSide !== undefined) peers.environment = () => workerSide.services.environment();
 
   const services: Services = {
     config,
@@ -303,10 +315,13 @@ export async function startDaemon(
     metrics,
     restBaseUrl: () => restBaseUrl,
     ...(cluster === undefined ? {} : { cluster }),
+    ...(workerSide === undefined ? {} : { clusterApi: workerSide.api }),
   };
   const router = new Router(operations);
   const forwarder = await createForwarder({ config, tls, tcpPort: () => tcpPort, logger });
   upgradeTarget.check = (header) => forwarder.checkUpgradeTarget(header);
+  // Cluster mode: X-Target-Host may name any registered node.
+  if (workerSide !== undefined) forwarder.targets.addProvider(workerSide.targets.provider);
   const resolver: AccessResolver = {
     app: (name) => supervisor.access(name),
     subscription: (id) => events.owner(id),
@@ -421,6 +436,7 @@ export async function startDaemon(
         await step('leave the cluster', async () => {
           stopLabelWatch();
           await securitySync?.close();
+          await workerSide?.close();
           await cluster?.close();
         });
         await step('detach supervisor', () => supervisor.detach());

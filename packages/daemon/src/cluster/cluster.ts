@@ -49,7 +49,7 @@ export interface ClusterNode {
   close(): Promise<void>;
 }
 
-async function readTls(tls: ClusterConfig['tls']): Promise<RegistryTls | undefined> {
+export async function readTls(tls: ClusterConfig['tls']): Promise<RegistryTls | undefined> {
   if (tls === undefined) return undefined;
   const read = async (file: string | undefined): Promise<Buffer | undefined> =>
     file === undefined ? undefined : readFile(file);
