@@ -3,18 +3,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  {
-    ignores: [
-      '**/node_modules/**',
-      'work/**',
-      // clients/<lang>/ hold other languages; only their vitest wrappers are TypeScript
-      'clients/*/*',
-      '!clients/*/*.test.ts',
-      'bench/out/**',
-      'coverage/**',
-      'packages/*/dist/**',
-    ],
-  },
+  { ignores: ['**/node_modules/**', 'work/**', 'clients/*/**/*', '!clients/*/*.test.ts', 'bench/out/**', 'coverage/**', 'packages/*/dist/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

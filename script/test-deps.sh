@@ -10,6 +10,10 @@
 #   etcd-server                   cluster mode tests start a real etcd (packages/testkit/src/etcd.ts)
 #   prometheus, systemd           packaging tests: a real Prometheus scrapes the packaged metrics stack;
 #                                 systemd-analyze verifies the units (dpkg-deb builds the package)
+#   cmake, g++, libmsgpack-cxx-dev, nlohmann-json3-dev, libcurl4-openssl-dev, libboost-dev,
+#   libssl-dev, libgtest-dev      the C++ client (clients/cpp): CMake build, ctest with GoogleTest
+#   Rust >= 1.89 with clippy      the Rust client (clients/rust); not from apt (Debian's is older):
+#                                 without it the script stops naming the rustup command
 #   openjdk-17-jdk-headless, maven  the Java client's suite (clients/java/java-client.test.ts)
 # Installed with apt-get when missing (root on Debian); otherwise it stops at once naming the one
 # command that installs them. A machine that has everything returns at once without touching apt.
@@ -31,6 +35,15 @@ have fallocate || missing+=(util-linux)
 [ -x "${SVC_TEST_PROMETHEUS:-/usr/bin/prometheus}" ] || missing+=(prometheus)
 have systemd-analyze || missing+=(systemd)
 have dpkg-deb || missing+=(dpkg)
+# C++ client (clients/cpp): compiler, CMake and the Debian libraries it builds on.
+have cmake || missing+=(cmake)
+have g++ || missing+=(g++)
+[ -f /usr/include/msgpack.hpp ] || missing+=(libmsgpack-cxx-dev)
+[ -f /usr/include/nlohmann/json.hpp ] || missing+=(nlohmann-json3-dev)
+compgen -G '/usr/include/*/curl/curl.h' >/dev/null || missing+=(libcurl4-openssl-dev)
+[ -f /usr/include/boost/beast.hpp ] || missing+=(libboost-dev)
+[ -f /usr/include/openssl/ssl.h ] || missing+=(libssl-dev)
+[ -f /usr/include/gtest/gtest.h ] || missing+=(libgtest-dev)
 # Python client (clients/python): python3 >= 3.10 with venv and pip (above); its PyPI dependencies
 # go into a venv under node_modules/.cache (clients/python/python-client.test.ts). apt cannot give
 # a newer python3 than the release has, so an old one stops here.
@@ -43,11 +56,24 @@ if ! have javac || ! javac -version 2>&1 | grep -Eq '^javac (1[7-9]|[2-9][0-9])'
   missing+=(openjdk-17-jdk-headless)
 fi
 have mvn || missing+=(maven)
+# --- Rust client (clients/rust): cargo and clippy from rustup (~/.cargo/bin), Rust >= 1.89.
+rust_problem=""
+rust_path="$PATH:${CARGO_HOME:-${HOME:-/root}/.cargo}/bin"
+rust_minor=""
+if [[ "$(PATH="$rust_path" cargo --version 2>/dev/null)" =~ ^cargo\ 1\.([0-9]+)\. ]]; then rust_minor=${BASH_REMATCH[1]}; fi
+if [ -z "$rust_minor" ] || [ "$rust_minor" -lt 89 ] || ! PATH="$rust_path" cargo clippy --version >/dev/null 2>&1; then
+  rust_problem="test-deps: the Rust client needs Rust >= 1.89 with clippy, which apt does not provide; install it first: curl -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal --component clippy"
+fi
+rust_check() { [ -z "$rust_problem" ] || { echo "$rust_problem" >&2; exit 1; }; }
+[ ${#missing[@]} -eq 0 ] && rust_check
+# --- end Rust client
+
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 command_line="apt-get update && apt-get install -y ${missing[*]}"
 if [ "$(id -u)" != 0 ] || ! have apt-get; then
   echo "test-deps: missing ${missing[*]}; install them first: sudo sh -c '${command_line}'" >&2
+  [ -z "$rust_problem" ] || echo "$rust_problem" >&2
   exit 1
 fi
 echo "test-deps: installing ${missing[*]}" >&2
@@ -55,3 +81,4 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 # Chromium with its recommended packages: fonts-liberation renders the page text.
 apt-get install -y -qq "${missing[@]}" >/dev/null
+rust_check
