@@ -861,6 +861,38 @@ public class SvcClient implements Closeable {
         return jsonObject("DELETE", "/svc/principal/" + encode(principalId), null, null);
     }
 
+    // ------------------------------------------------------------------ cluster (cluster mode only)
+
+    /** {@code GET /svc/cluster/applications}: every cluster task by name, with its placements. */
+    public JSONObject listClusterApps() throws IOException {
+        return jsonObject("GET", "/svc/cluster/applications", null, null);
+    }
+
+    /** {@code GET /svc/cluster/app/{name}}: one cluster task. */
+    public JSONObject getClusterApp(String appName) throws IOException {
+        return jsonObject("GET", "/svc/cluster/app/" + encode(appName), null, null);
+    }
+
+    /** {@code PUT /svc/cluster/app/{name}}: defines or replaces a cluster task ({@code replication}, {@code content}, ...). */
+    public JSONObject addClusterApp(String appName, JSONObject task) throws IOException {
+        return jsonObject("PUT", "/svc/cluster/app/" + encode(appName), task, null);
+    }
+
+    /** {@code DELETE /svc/cluster/app/{name}}; false when there is no such task. */
+    public boolean deleteClusterApp(String appName) throws IOException {
+        return okOrNotFound(request("DELETE", "/svc/cluster/app/" + encode(appName), null, null, null));
+    }
+
+    /** {@code GET /svc/cluster/nodes}: the node reports by host name. */
+    public JSONObject listClusterNodes() throws IOException {
+        return jsonObject("GET", "/svc/cluster/nodes", null, null);
+    }
+
+    /** {@code GET /svc/cluster/topology}: the leader's schedule, host name to placed entries. */
+    public JSONObject getClusterTopology() throws IOException {
+        return jsonObject("GET", "/svc/cluster/topology", null, null);
+    }
+
     // ------------------------------------------------------------------ discovery (public)
 
     /** {@code GET /svc/auth/config}: the sign-in flows and issuer (no bearer needed). */

@@ -502,6 +502,28 @@ class OperationsTest {
         }
     }
 
+    @Order(12)
+    @ParameterizedTest(name = "over {0}")
+    @ValueSource(strings = { "rest", "tcp", "wss" })
+    void clusterOperationsOnAStandAloneDaemon(String transport) throws Exception {
+        try (SvcClient c = client(transport)) {
+            List<ThrowingCall> calls = List.of(c::listClusterApps, () -> c.getClusterApp("java-cluster"),
+                    () -> c.addClusterApp("java-cluster", new JSONObject().put("replication", 1).put("port", 0)
+                            .put("memoryMB", 0).put("condition", new JSONObject())
+                            .put("content", shell("sleep 60").put("name", "java-cluster"))),
+                    () -> c.deleteClusterApp("java-cluster"), c::listClusterNodes, c::getClusterTopology);
+            // The test daemon is not in cluster mode: 404 not_found, a typed refusal (deleteClusterApp
+            // answers false, as every delete of something missing).
+            for (ThrowingCall call : calls.subList(0, 3)) {
+                assertEquals(SvcErrorCode.NOT_FOUND, apiError(SvcApiException.class, call).getErrorCode());
+            }
+            assertFalse(c.deleteClusterApp("java-cluster"));
+            for (ThrowingCall call : calls.subList(4, 6)) {
+                assertEquals(SvcErrorCode.NOT_FOUND, apiError(SvcApiException.class, call).getErrorCode());
+            }
+        }
+    }
+
     @Order(Integer.MAX_VALUE)
     @Test
     void everyOperationOfOpenapiIsCalled() {
