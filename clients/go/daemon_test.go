@@ -155,11 +155,9 @@ func (d *testDaemon) connect(t testing.TB, transport string, token string) *SvcC
 }
 
 var (
-	sharedOnce   sync.Once
-	sharedD      *testDaemon
-	sharedErr    error
-	transports   = []string{"rest", "tcp", "wss"}
-	persistentTs = []string{"tcp", "wss"}
+	sharedOnce sync.Once
+	sharedD    *testDaemon
+	sharedErr  error
 )
 
 // shared is the suite's daemon, started on first use and stopped by TestMain.

@@ -29,7 +29,6 @@ type mpExt struct {
 
 const mpMaxDepth = 32
 
-var errMsgpack = errors.New("invalid msgpack")
 
 type mpReader struct {
 	buf []byte

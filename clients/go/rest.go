@@ -34,12 +34,14 @@ func newRESTRequester(base string, o Option) (*restRequester, error) {
 }
 
 func (r *restRequester) request(ctx context.Context, c *call) (*http.Request, error) {
-	u := *r.base
-	u.Path = strings.TrimSuffix(u.Path, "/") + c.path
-	u.RawPath = ""
-	if strings.Contains(c.path, "%") {
-		u.RawPath = strings.TrimSuffix(r.base.EscapedPath(), "/") + c.path
+	// c.path is already escaped (each name segment percent-encoded).
+	unescaped, err := url.PathUnescape(c.path)
+	if err != nil {
+		return nil, fmt.Errorf("svc: bad path %q", c.path)
 	}
+	u := *r.base
+	u.Path = strings.TrimSuffix(r.base.Path, "/") + unescaped
+	u.RawPath = strings.TrimSuffix(r.base.EscapedPath(), "/") + c.path
 	q := url.Values{}
 	for k, v := range c.query {
 		q.Set(k, v)

@@ -13,7 +13,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -271,4 +270,3 @@ func (p *persistentRequester) exchange(ctx context.Context, uuid string, msg []b
 	}
 }
 
-var errClosedByClient = errors.New("closed by the client")
