@@ -29,7 +29,6 @@ type mpExt struct {
 
 const mpMaxDepth = 32
 
-
 type mpReader struct {
 	buf []byte
 	pos int

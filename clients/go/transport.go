@@ -269,4 +269,3 @@ func (p *persistentRequester) exchange(ctx context.Context, uuid string, msg []b
 		return nil, ctx.Err()
 	}
 }
-
