@@ -379,3 +379,46 @@ func scriptedExpect(t *testing.T, c *SvcClient, e map[string]any, futures map[st
 		t.Fatalf("unknown expect %v", e)
 	}
 }
+
+// Hostile input on the TCP socket ends the connection as a transport disconnect: a header
+// announcing more than 1 GiB (rejected at the header), a bad magic, an undecodable message.
+func TestTCPHostileInputDisconnects(t *testing.T) {
+	cases := map[string][]byte{
+		"frame above 1 GiB": {0x07, 0xc7, 0x07, 0xf8, 0x40, 0x00, 0x00, 0x01},
+		"bad magic":         []byte("HTTP/1.1 400 Bad Request\r\n\r\n"),
+		"not msgpack":       {0x07, 0xc7, 0x07, 0xf8, 0, 0, 0, 1, 0xc1},
+		"not a response":    {0x07, 0xc7, 0x07, 0xf8, 0, 0, 0, 1, 0x90},
+	}
+	for name, bytes := range cases {
+		t.Run(name, func(t *testing.T) {
+			server, client, _ := startScripted(t)
+			events, got := collect()
+			pending := make(chan error, 1)
+			go func() {
+				pending <- client.sendJSON(ctxT(t), "GET", "/svc/self", nil, nil, nil)
+			}()
+			req := <-server.requests
+			_ = client.AttachEventCallback("s", events)
+			server.write(bytes)
+			select {
+			case err := <-pending:
+				if !errors.Is(err, ErrTransportDisconnected) {
+					t.Fatalf("pending request: %v", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the pending request was not woken")
+			}
+			select {
+			case <-client.Done():
+			case <-time.After(10 * time.Second):
+				t.Fatal("the transport did not stop")
+			}
+			eventually(t, "__disconnected__", func() bool { return len(got()) == 1 && got()[0].EventType == EventTypeDisconnected })
+			// Later requests fail the same way at once; a late answer changes nothing.
+			server.write(server.answer(req, map[string]any{"status": float64(200), "body": map[string]any{}}))
+			if err := client.sendJSON(ctxT(t), "GET", "/svc/self", nil, nil, nil); !errors.Is(err, ErrTransportDisconnected) {
+				t.Fatalf("later request: %v", err)
+			}
+		})
+	}
+}
