@@ -7,6 +7,8 @@
 #                                 also runs the chatty and memory-hog children of reliability tests
 #   util-linux (fallocate)        output size cap (hole punching)
 #   etcd-server                   cluster mode tests start a real etcd (packages/testkit/src/etcd.ts)
+#   golang-go (Go >= 1.22), gcc   the Go client library's suite (clients/go: go vet, go test -race
+#                                 needs cgo); staticcheck comes from the Go module proxy, pinned
 # Installed with apt-get when missing (root on Debian); otherwise it stops at once naming the one
 # command that installs them. A machine that has everything returns at once without touching apt.
 set -euo pipefail
@@ -24,6 +26,14 @@ fi
 python3 -c 'import yaml' >/dev/null 2>&1 || missing+=(python3-yaml)
 have fallocate || missing+=(util-linux)
 [ -x "${SVC_TEST_ETCD:-/usr/bin/etcd}" ] || missing+=(etcd-server)
+# Go client library (clients/go).
+go_new_enough() { go env GOVERSION 2>/dev/null | grep -Eq '^go1\.(2[2-9]|[3-9][0-9])([^0-9]|$)'; }
+go_too_old() {
+  echo "test-deps: clients/go needs Go 1.22 or newer (found $(go env GOVERSION 2>/dev/null)); install it: https://go.dev/doc/install" >&2
+  exit 1
+}
+if have go; then go_new_enough || go_too_old; else missing+=(golang-go); fi
+have gcc || missing+=(gcc)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 command_line="apt-get update && apt-get install -y ${missing[*]}"
@@ -36,3 +46,4 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 # Chromium with its recommended packages: fonts-liberation renders the page text.
 apt-get install -y -qq "${missing[@]}" >/dev/null
+if have go && ! go_new_enough; then go_too_old; fi

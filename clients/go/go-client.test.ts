@@ -1,5 +1,5 @@
 // The Go client library's suite (clients/go, its own Go module), run once by Go's own tools and
-// surfaced case by case: `go vet` and staticcheck (each one case), then `go test -race -json`,
+// surfaced case by case: `gofmt`, `go vet` and staticcheck (each one case), then `go test -race -json`,
 // every test and subtest one case. The suite starts its own test daemons with the command in
 // SVC_TESTKIT_COMMAND (spec/testkit.md), run by this Node (24).
 import { execFile } from 'node:child_process';
@@ -41,6 +41,11 @@ await describeForeignSuite('Go client library (clients/go) against a real svcd',
   minimumCases: 120,
   run: async () => {
     const results: SuiteResults = new Map();
+    const format = await run('gofmt', ['-l', '.'], { cwd: MODULE }).then(
+      ({ stdout }) => ({ ok: stdout.trim() === '', output: `files not gofmt-formatted:\n${stdout}` }),
+      (error: Error) => ({ ok: false, output: error.message }),
+    );
+    results.set('gofmt -l .', { outcome: format.ok ? 'passed' : 'failed', message: format.output });
     const vet = await tool(['vet', './...'], 300_000);
     results.set('go vet ./...', { outcome: vet.ok ? 'passed' : 'failed', message: vet.output.slice(-6000) });
     const check = await tool(['run', STATICCHECK, './...'], 420_000);

@@ -2,4 +2,4 @@ module svc/clients/go
 
 go 1.22
 
-require github.com/gorilla/websocket v1.5.3 // indirect
+require github.com/gorilla/websocket v1.5.3

@@ -36,6 +36,8 @@ describe('script/test-deps.sh', () => {
         'python3-pip',
         'python3-yaml',
         'util-linux',
+        'golang-go',
+        'gcc',
       ])
         expect(failed?.stderr).toContain(pkg);
       expect(failed?.stderr).toMatch(/apt-get update && apt-get install -y /);
