@@ -12,7 +12,7 @@ if (major < 24) {
 }
 const [command, ...args] = process.argv.slice(2);
 if (command !== 'serve') {
-  process.stderr.write('usage: svc-testkit serve [--json] [--agent] [--token-ttl SECONDS]\n');
+  process.stderr.write('usage: svc-testkit serve [--json] [--agent] [--builtin] [--token-ttl SECONDS]\n');
   process.exit(2);
 }
 const { serve } = await import('../src/serve.ts');

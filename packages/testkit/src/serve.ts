@@ -3,8 +3,10 @@
 // says where everything is and which tokens to use, and runs until its standard input closes or it
 // gets SIGTERM/SIGINT/SIGHUP; then it stops the daemon, kills every process the daemon started and
 // removes the temp home.
-import { join } from 'node:path';
-import { startTestDaemon, type TestDaemon } from './daemon.ts';
+import { readFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { restClient, type ApiClient } from './clients.ts';
+import { BUILTIN_MODE_ENV, startTestDaemon, type TestDaemon } from './daemon.ts';
 
 /** Version of the line's shape (spec/testkit.schema.json); raised on an incompatible change. */
 export const SERVE_INFO_VERSION = 1;
@@ -15,6 +17,11 @@ const MAINTAINER = 'test-maintainer';
 export interface ServeOptions {
   /** Also run svc-agent (the front door) on an ephemeral port. */
   agent: boolean;
+  /**
+   * Builtin mode: svcd's own identity provider (svc-identity) and the agent, tokens from the real
+   * issuer, and the credentials to get more (`auth` in the line). Implies `agent`.
+   */
+  builtin: boolean;
   /** Lifetime of the printed tokens, seconds. */
   tokenTtlSeconds: number;
 }
@@ -35,6 +42,28 @@ export interface ServeInfo {
   tokens: { 'svc-admin': string; 'svc-maintenance': string; 'svc-viewer': string; machine: string };
   principals: { 'svc-admin': string; 'svc-maintenance': string; 'svc-viewer': string; machine: string };
   tokens_expire_at: number;
+  auth?: BuiltinAuthInfo;
+}
+
+/** With `--builtin`: what a client needs to sign in at the real built-in issuer (spec/testkit.md). */
+export interface BuiltinAuthInfo {
+  mode: 'builtin';
+  /** The agent's base URL: `{base_url}/auth/...` is the issuer's route (token endpoint, device page). */
+  base_url: string;
+  token_endpoint: string;
+  /** The scope every user token request names. */
+  scope: string;
+  clients: { cli: 'svc-cli'; web: 'svc-web'; mcp: 'svc-mcp-user'; automation: 'svc-automation' };
+  /** The confidential svc-automation client's secret (client credentials grant). */
+  automation_secret: string;
+  /** Sign-in names and passwords: admin (svc-admin) and guest (svc-viewer). */
+  users: { 'svc-admin': BuiltinUser; 'svc-viewer': BuiltinUser };
+}
+
+export interface BuiltinUser {
+  username: string;
+  password: string;
+  principal: string;
 }
 
 export const DEFAULT_TOKEN_TTL_SECONDS = 24 * 3600;
@@ -43,25 +72,31 @@ const MAX_TOKEN_TTL_SECONDS = 30 * 24 * 3600;
 export class UsageError extends Error {}
 
 export function parseServeArgs(args: readonly string[]): ServeOptions & { json: boolean } {
-  const options = { json: false, agent: false, tokenTtlSeconds: DEFAULT_TOKEN_TTL_SECONDS };
+  const options = { json: false, agent: false, builtin: false, tokenTtlSeconds: DEFAULT_TOKEN_TTL_SECONDS };
+  let ttlGiven = false;
   for (let i = 0; i < args.length; i += 1) {
     const arg = args[i]!;
     if (arg === '--json') options.json = true;
     else if (arg === '--agent') options.agent = true;
+    else if (arg === '--builtin') options.builtin = options.agent = true;
     else if (arg === '--token-ttl') {
       const value = args[++i];
       const seconds = Number(value);
       if (value === undefined || !/^\d{1,9}$/.test(value) || seconds < 60 || seconds > MAX_TOKEN_TTL_SECONDS)
         throw new UsageError(`--token-ttl: seconds from 60 to ${MAX_TOKEN_TTL_SECONDS}`);
       options.tokenTtlSeconds = seconds;
+      ttlGiven = true;
     } else throw new UsageError(`unknown argument ${JSON.stringify(arg.slice(0, 64))}`);
   }
+  if (options.builtin && ttlGiven)
+    throw new UsageError('--token-ttl does not apply to --builtin (the issuer gives 15-minute tokens)');
   return options;
 }
 
 export async function startServedDaemon(
   options: ServeOptions,
 ): Promise<{ daemon: TestDaemon; info: ServeInfo }> {
+  if (options.builtin) return startBuiltinDaemon();
   const daemon = await startTestDaemon({
     agent: options.agent,
     principals: { [MAINTAINER]: ['svc-maintenance'] },
@@ -108,6 +143,137 @@ export async function startServedDaemon(
   }
 }
 
+const REPO_ROOT = resolve(import.meta.dirname, '../../..');
+const USER_SCOPE = 'openid audience:server:client_id:svc-api';
+const MACHINE_SCOPE = 'audience:server:client_id:svc-api';
+/** The identity provider and the agent are system apps: their first start takes a few seconds. */
+const BUILTIN_START_TIMEOUT_MS = 60_000;
+
+async function until<T>(what: string, probe: () => Promise<T | undefined>): Promise<T> {
+  const deadline = Date.now() + BUILTIN_START_TIMEOUT_MS;
+  for (;;) {
+    const value = await probe().catch(() => undefined);
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((done) => setTimeout(done, 50));
+  }
+}
+
+/** A secret file of work/auth/secrets: its whole text, or the value of one `key=value` line. */
+async function secret(daemon: TestDaemon, file: string, key?: string): Promise<string> {
+  const text = await readFile(join(daemon.workDir, 'auth', 'secrets', file), 'utf8');
+  if (key === undefined) return text.trim();
+  const line = text.split('\n').find((l) => l.startsWith(`${key}=`));
+  if (line === undefined) throw new Error(`${file} has no ${key}`);
+  return line.slice(key.length + 1);
+}
+
+async function tokenRequest(
+  agent: ApiClient,
+  basic: string,
+  form: Record<string, string>,
+): Promise<{ token: string; expiresAt: number }> {
+  const answer = await agent.call('POST', '/auth/token', {
+    headers: {
+      'content-type': 'application/x-www-form-urlencoded',
+      authorization: `Basic ${Buffer.from(basic).toString('base64')}`,
+    },
+    rawBody: new URLSearchParams(form).toString(),
+  });
+  if (answer.status !== 200)
+    throw new Error(`token request (${form['grant_type']}) answered ${answer.status}`);
+  const body = answer.json<{ access_token: string; expires_in: number }>();
+  return { token: body.access_token, expiresAt: Math.floor(Date.now() / 1000) + body.expires_in - 5 };
+}
+
+/** `--builtin`: svcd with svc-identity and the agent; tokens from the real issuer. */
+async function startBuiltinDaemon(): Promise<{ daemon: TestDaemon; info: ServeInfo }> {
+  const daemon = await startTestDaemon({
+    agent: true,
+    env: { ...BUILTIN_MODE_ENV },
+    files: { 'apps/identity.yaml': await readFile(join(REPO_ROOT, 'apps', 'identity.yaml'), 'utf8') },
+  });
+  try {
+    const { agentUrl, agentPort } = await daemon.agent();
+    const agent = restClient(agentUrl, daemon.ca);
+    const issuer = await until('the issuer port in /svc/auth/config', async () => {
+      const doc = (await daemon.rest().call('GET', '/svc/auth/config')).json<{ issuer: string }>();
+      return /:0\/auth$/.test(doc.issuer) ? undefined : doc.issuer;
+    });
+    await until('issuer discovery through the agent', async () =>
+      (await agent.call('GET', '/auth/.well-known/openid-configuration')).status === 200 ? true : undefined,
+    );
+    const users = {
+      'svc-admin': {
+        username: 'admin@svc.local',
+        password: await secret(daemon, 'initial-admin-credentials', 'password'),
+        principal: 'admin',
+      },
+      'svc-viewer': {
+        username: 'guest@svc.local',
+        password: await secret(daemon, 'initial-viewer-credentials', 'password'),
+        principal: 'guest',
+      },
+    };
+    const automationSecret = await secret(daemon, 'automation-client');
+    const passwordGrant = (user: BuiltinUser): ReturnType<typeof tokenRequest> =>
+      tokenRequest(agent, 'svc-cli:', {
+        grant_type: 'password',
+        username: user.username,
+        password: user.password,
+        scope: USER_SCOPE,
+      });
+    const [admin, viewer, machine] = await Promise.all([
+      passwordGrant(users['svc-admin']),
+      passwordGrant(users['svc-viewer']),
+      tokenRequest(agent, `svc-automation:${automationSecret}`, {
+        grant_type: 'client_credentials',
+        scope: MACHINE_SCOPE,
+      }),
+    ]);
+    const info: ServeInfo = {
+      version: SERVE_INFO_VERSION,
+      pid: daemon.pid,
+      home: daemon.home,
+      rest: daemon.restUrl,
+      wss: daemon.restUrl.replace(/^https:/, 'wss:'),
+      tcp: `127.0.0.1:${daemon.tcpPort}`,
+      ports: { rest: daemon.restPort, tcp: daemon.tcpPort, agent: agentPort },
+      agent: agentUrl,
+      ca: join(daemon.workDir, 'ssl', 'ca.pem'),
+      issuer,
+      audience: 'svc-api',
+      // The machine identity holds svc-maintenance; no built-in user does.
+      tokens: {
+        'svc-admin': admin.token,
+        'svc-maintenance': machine.token,
+        'svc-viewer': viewer.token,
+        machine: machine.token,
+      },
+      principals: {
+        'svc-admin': 'admin',
+        'svc-maintenance': 'client:svc-automation',
+        'svc-viewer': 'guest',
+        machine: 'client:svc-automation',
+      },
+      tokens_expire_at: Math.min(admin.expiresAt, viewer.expiresAt, machine.expiresAt),
+      auth: {
+        mode: 'builtin',
+        base_url: agentUrl,
+        token_endpoint: `${agentUrl}/auth/token`,
+        scope: USER_SCOPE,
+        clients: { cli: 'svc-cli', web: 'svc-web', mcp: 'svc-mcp-user', automation: 'svc-automation' },
+        automation_secret: automationSecret,
+        users,
+      },
+    };
+    return { daemon, info };
+  } catch (error) {
+    await daemon.close();
+    throw error;
+  }
+}
+
 function humanLines(info: ServeInfo): string {
   return [
     `svc test daemon (pid ${info.pid}) in ${info.home}`,
@@ -115,6 +281,12 @@ function humanLines(info: ServeInfo): string {
     `  CA ${info.ca}`,
     `  issuer ${info.issuer}`,
     ...Object.entries(info.tokens).map(([role, token]) => `  ${role} token: ${token}`),
+    ...(info.auth === undefined
+      ? []
+      : [
+          `  token endpoint ${info.auth.token_endpoint}  automation secret ${info.auth.automation_secret}`,
+          ...Object.values(info.auth.users).map((u) => `  user ${u.username} password ${u.password}`),
+        ]),
     'Close standard input (Ctrl-D) or send SIGTERM to stop and remove everything.',
   ].join('\n');
 }
@@ -127,7 +299,7 @@ export async function serve(args: readonly string[]): Promise<number> {
   } catch (error) {
     if (!(error instanceof UsageError)) throw error;
     process.stderr.write(
-      `svc-testkit serve: ${error.message}\nusage: svc-testkit serve [--json] [--agent] [--token-ttl SECONDS]\n`,
+      `svc-testkit serve: ${error.message}\nusage: svc-testkit serve [--json] [--agent] [--builtin] [--token-ttl SECONDS]\n`,
     );
     return 2;
   }

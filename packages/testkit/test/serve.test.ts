@@ -141,6 +141,50 @@ describe('svc-testkit serve --json', () => {
     expect(existsSync(info.home)).toBe(false);
   });
 
+  it('--builtin runs the built-in issuer and the agent: real tokens, and credentials that sign in at {agent}/auth/token', async () => {
+    const served = await serve(['--builtin']);
+    const { info } = served;
+    expect(() => z.fromJSONSchema(SCHEMA).parse(info)).not.toThrow();
+    const auth = info['auth'] as {
+      token_endpoint: string;
+      scope: string;
+      users: Record<'svc-admin' | 'svc-viewer', { username: string; password: string; principal: string }>;
+    };
+    const ca = readFileSync(info.ca, 'utf8');
+    const rest = restClient(info.rest, ca);
+    for (const identity of ['svc-admin', 'svc-maintenance', 'svc-viewer', 'machine'] as const) {
+      const self = await rest.call('GET', '/svc/self', { token: info.tokens[identity] });
+      expect(self.status, identity).toBe(200);
+      expect(self.json<{ principal_id: string }>().principal_id).toBe(info.principals[identity]);
+    }
+    const app = { command: 'sleep 600' };
+    expect(
+      (await rest.call('PUT', '/svc/app/b', { token: info.tokens['svc-viewer'], body: app })).status,
+    ).toBe(403);
+    // The printed credentials work at the printed token endpoint (the agent's route to the issuer).
+    const agent = restClient(info['agent'] as string, ca);
+    const granted = await agent.call('POST', new URL(auth.token_endpoint).pathname, {
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        authorization: `Basic ${Buffer.from('svc-cli:').toString('base64')}`,
+      },
+      rawBody: new URLSearchParams({
+        grant_type: 'password',
+        username: auth.users['svc-viewer'].username,
+        password: auth.users['svc-viewer'].password,
+        scope: auth.scope,
+      }).toString(),
+    });
+    expect(granted.status).toBe(200);
+    const token = granted.json<{ access_token: string }>().access_token;
+    const self = await rest.call('GET', '/svc/self', { token });
+    expect(self.json<{ principal_id: string }>().principal_id).toBe(auth.users['svc-viewer'].principal);
+    served.child.stdin.end();
+    expect(await served.exited).toBe(0);
+    expect(await gone(info.pid)).toBe(true);
+    expect(existsSync(info.home)).toBe(false);
+  }, 120_000);
+
   it('stops and cleans up on SIGTERM as well', async () => {
     const served = await serve(['--token-ttl', '600']);
     expect(served.info['tokens_expire_at']).toBeLessThanOrEqual(Math.floor(Date.now() / 1000) + 600);
@@ -158,6 +202,7 @@ describe('svc-testkit serve --json', () => {
     [['serve', '--token-ttl', '99999999999999']],
     [['serve', '--token-ttl', '59']],
     [['serve', 'x'.repeat(100_000)]],
+    [['serve', '--builtin', '--token-ttl', '600']],
     [['nothing']],
     [[]],
   ])('refuses %j with exit 2 and starts nothing', async (args) => {
