@@ -433,3 +433,47 @@ func checkOpenAPICoverage(t *testing.T) {
 		t.Fatalf("operations of spec/openapi.json never called: %v", missing)
 	}
 }
+
+// Hostile names and ids in a path segment are percent-encoded: they reach the operation they
+// were given to (answered invalid_name or not found), never another route or a file.
+func TestHostilePathSegments(t *testing.T) {
+	d := shared(t)
+	for _, transport := range []string{"rest", "tcp"} {
+		c := d.connect(t, transport, d.admin())
+		ctx := ctxT(t)
+		for _, name := range []string{"../../etc/passwd", "a/b", "x?y=1", "%2e%2e", "x#frag", "\x00", strings.Repeat("n", 10_000), "名前", " "} {
+			_, err := c.GetAppContext(ctx, name)
+			var we *WireError
+			refused := errors.As(err, &we) && we.Category == "limit_exceeded" // too long for a wire message
+			if !refused && !errors.Is(err, ErrInvalidName) && !errors.Is(err, ErrAppNotFound) && !errors.Is(err, ErrBadRequest) {
+				t.Errorf("%s GetApp(%.40q): %.200v", transport, name, err)
+			}
+		}
+		if _, err := c.DeletePrincipalContext(ctx, "../self"); err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrBadRequest) && !errors.Is(err, ErrInvalidName) {
+			t.Errorf("%s DeletePrincipal(../self): %v", transport, err)
+		}
+		self, err := c.GetCurrentPrincipalContext(ctx)
+		if err != nil || self["status"] != "active" {
+			t.Fatalf("%s: a hostile principal id reached another record: %v %v", transport, self, err)
+		}
+	}
+}
+
+// A message above the daemon's bound is refused before anything is sent.
+func TestSendBound(t *testing.T) {
+	d := shared(t)
+	c := d.connect(t, "tcp", d.admin())
+	p, _ := c.persistent()
+	p.maxSend = 4096
+	var calls int
+	_, err := c.Do(ctxT(t), http.MethodPost, "/svc/app/run", nil, nil, make([]byte, 5000))
+	if err == nil || !strings.Contains(err.Error(), "above the daemon's bound") {
+		t.Fatalf("an oversized request: %v", err)
+	}
+	if s, _ := c.DemuxStats(); s.PendingRequests != 0 {
+		t.Fatalf("the refused request is pending: %+v %d", s, calls)
+	}
+	if _, err := c.GetCurrentPrincipalContext(ctxT(t)); err != nil {
+		t.Fatalf("the connection must stay usable: %v", err)
+	}
+}

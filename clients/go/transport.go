@@ -193,6 +193,9 @@ func (p *persistentRequester) do(ctx context.Context, c *call) (*result, error) 
 	if req.Query == nil {
 		req.Query = map[string]string{}
 	}
+	if err := checkRequestLimits(req); err != nil {
+		return nil, err // the daemon would drop the connection for it: refuse it here
+	}
 	msg := EncodeRequest(req)
 	if len(msg) > p.maxSend {
 		return nil, fmt.Errorf("svc: a request of %d bytes is above the daemon's bound of %d", len(msg), p.maxSend)
@@ -268,4 +271,23 @@ func (p *persistentRequester) exchange(ctx context.Context, uuid string, msg []b
 		p.demux.cancel(uuid)
 		return nil, ctx.Err()
 	}
+}
+
+// checkRequestLimits refuses a Request the daemon would not decode (spec/wire-vectors.json
+// limit_exceeded): request_uri over 8 KiB, over 256 headers or query entries, an entry over 64 KiB.
+func checkRequestLimits(r *Request) error {
+	if len(r.RequestUri) > maxRequestURIBytes {
+		return wireErr("limit_exceeded", "request_uri", fmt.Sprintf("a path of %d bytes is over 8 KiB", len(r.RequestUri)))
+	}
+	for field, m := range map[string]map[string]string{"headers": r.Headers, "query": r.Query} {
+		if len(m) > maxMapEntries {
+			return wireErr("limit_exceeded", field, fmt.Sprintf("over %d entries", maxMapEntries))
+		}
+		for k, v := range m {
+			if len(k) > maxEntryBytes || len(v) > maxEntryBytes {
+				return wireErr("limit_exceeded", field, "an entry is over 64 KiB")
+			}
+		}
+	}
+	return nil
 }

@@ -5,9 +5,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -251,5 +253,29 @@ func TestMsgpackHostileInputs(t *testing.T) {
 				t.Fatalf("want invalid_msgpack, got %v", err)
 			}
 		})
+	}
+}
+
+func TestRequestLimitsRefusedBeforeSending(t *testing.T) {
+	many := map[string]string{}
+	for i := 0; i < 257; i++ {
+		many[fmt.Sprint("h", i)] = "v"
+	}
+	big := strings.Repeat("v", 64<<10+1)
+	cases := map[string]*Request{
+		"request_uri over 8 KiB":   {RequestUri: "/" + strings.Repeat("a", 8<<10)},
+		"257 headers":              {RequestUri: "/", Headers: many},
+		"257 query entries":        {RequestUri: "/", Query: many},
+		"a header over 64 KiB":     {RequestUri: "/", Headers: map[string]string{"X": big}},
+		"a query name over 64 KiB": {RequestUri: "/", Query: map[string]string{big: "v"}},
+	}
+	for name, r := range cases {
+		var we *WireError
+		if err := checkRequestLimits(r); !errors.As(err, &we) || we.Category != "limit_exceeded" {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if err := checkRequestLimits(&Request{RequestUri: "/" + strings.Repeat("a", 8<<10-1), Headers: map[string]string{"X": strings.Repeat("v", 64<<10)}}); err != nil {
+		t.Fatalf("at the limits: %v", err)
 	}
 }
