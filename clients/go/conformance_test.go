@@ -129,6 +129,7 @@ type runner struct {
 	events    map[string]*eventLog
 	outcomes  map[string]*outcome
 	killedAt  time.Time
+	waiting   string // the app of the last run-wait
 }
 
 var varRef = regexp.MustCompile(`\$\{([A-Za-z0-9_.]+)\}`)
@@ -280,10 +281,8 @@ func (r *runner) step(i int, raw map[string]any) {
 	case "wait_run":
 		r.waitRun(step)
 	case "await_subscribed":
-		select {
-		case <-subscribed:
-		case <-time.After(30 * time.Second):
-			t.Fatal("the run-wait never subscribed")
+		if err := awaitSubscribed(r.waiting); err != nil {
+			t.Fatal(err)
 		}
 	case "output":
 		sc := r.client(step)
@@ -368,6 +367,7 @@ func (r *runner) waitRun(step map[string]any) {
 	sc := r.client(step)
 	runVar, _ := r.vars[str(step, "run")].(map[string]any)
 	run := &AppRun{AppName: str(runVar, "name"), ProcUid: str(runVar, "process_uuid")}
+	r.waiting = run.AppName
 	o := &outcome{done: make(chan struct{})}
 	r.outcomes[str(step, "as")] = o
 	timeout := time.Duration(num(step, "timeout_ms")) * time.Millisecond

@@ -1,6 +1,7 @@
 package svc
 
 import (
+	"fmt"
 	"sync"
 	"time"
 )
@@ -23,6 +24,22 @@ func installHooks() {
 		select {
 		case subscribed <- app:
 		default:
+		}
+	}
+}
+
+// awaitSubscribed waits until a run-wait on app has its subscription in place (entries of other
+// apps, left by earlier tests, are skipped).
+func awaitSubscribed(app string) error {
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case got := <-subscribed:
+			if got == app {
+				return nil
+			}
+		case <-deadline:
+			return fmt.Errorf("the run-wait of %s never subscribed", app)
 		}
 	}
 }

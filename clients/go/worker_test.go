@@ -141,7 +141,7 @@ func TestWorkerStops(t *testing.T) {
 				var retries atomic.Int32
 				var last atomic.Value
 				w.OnRetry = func(err error) { retries.Add(1); last.Store(err) }
-				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 				defer cancel()
 				started := time.Now()
 				_, err := w.FetchTaskContext(ctx)
