@@ -97,6 +97,11 @@ type Application struct {
 	TaskId           *int            `json:"task_id,omitempty"`
 	TaskStatus       *string         `json:"task_status,omitempty"`
 	ContainerID      *string         `json:"container_id,omitempty"`
+	Processes        *int            `json:"processes,omitempty"`
+	Adopted          *bool           `json:"adopted,omitempty"`
+	OutputCaptured   *bool           `json:"output_captured,omitempty"`
+	Transient        *bool           `json:"transient,omitempty"`
+	LimitStatus      *string         `json:"resource_limit_status,omitempty"`
 
 	// SubscriptionID is set by AddApp with subscribeEvents (TCP/WSS).
 	SubscriptionID string `json:"subscription_id,omitempty"`

@@ -422,3 +422,22 @@ func TestTCPHostileInputDisconnects(t *testing.T) {
 		})
 	}
 }
+
+// Hostile answer headers of GET output are ignored, never trusted: no exit code, no position.
+func TestHostileOutputHeaders(t *testing.T) {
+	server, client, _ := startScripted(t)
+	for _, headers := range []map[string]string{
+		{"X-Exit-Code": "abc", "X-Output-Position": "-"},
+		{"X-Exit-Code": "99999999999999999999999", "X-Output-Position": "99999999999999999999999"},
+		{"X-Exit-Code": "", "X-Output-Position": "1e9"},
+	} {
+		got := make(chan AppOutput, 1)
+		go func() { got <- client.GetAppOutputContext(ctxT(t), "a", 0, 0, 0, "", 0) }()
+		req := <-server.requests
+		server.write(frame(t, &Response{UUID: req.UUID, RequestUri: req.RequestUri, HttpStatus: 200, Headers: headers, Body: []byte("x")}))
+		out := <-got
+		if out.Error != nil || out.ExitCode != nil || out.OutputPosition != nil || out.HttpBody != "x" {
+			t.Fatalf("%v gave %+v", headers, out)
+		}
+	}
+}
