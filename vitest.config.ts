@@ -14,7 +14,7 @@ export default defineConfig({
       {
         test: {
           name: 'integration',
-          include: ['packages/*/test/**/*.test.ts', 'clients/*/*.test.ts'],
+          include: ['packages/*/test/**/*.test.ts', 'clients/*/*.test.ts', 'packaging/test/*.test.ts'],
           testTimeout: 60_000,
           hookTimeout: 60_000,
         },

@@ -7,6 +7,8 @@
 #                                 also runs the chatty and memory-hog children of reliability tests
 #   util-linux (fallocate)        output size cap (hole punching)
 #   etcd-server                   cluster mode tests start a real etcd (packages/testkit/src/etcd.ts)
+#   prometheus, systemd           packaging tests: a real Prometheus scrapes the packaged metrics stack;
+#                                 systemd-analyze verifies the units (dpkg-deb builds the package)
 #   golang-go (Go >= 1.22), gcc   the Go client library's suite (clients/go: go vet, go test -race
 #                                 needs cgo); staticcheck comes from the Go module proxy, pinned
 # Installed with apt-get when missing (root on Debian); otherwise it stops at once naming the one
@@ -26,6 +28,9 @@ fi
 python3 -c 'import yaml' >/dev/null 2>&1 || missing+=(python3-yaml)
 have fallocate || missing+=(util-linux)
 [ -x "${SVC_TEST_ETCD:-/usr/bin/etcd}" ] || missing+=(etcd-server)
+[ -x "${SVC_TEST_PROMETHEUS:-/usr/bin/prometheus}" ] || missing+=(prometheus)
+have systemd-analyze || missing+=(systemd)
+have dpkg-deb || missing+=(dpkg)
 # Go client library (clients/go).
 go_new_enough() { go env GOVERSION 2>/dev/null | grep -Eq '^go1\.(2[2-9]|[3-9][0-9])([^0-9]|$)'; }
 go_too_old() {

@@ -2,6 +2,7 @@
 // one dispatcher → three transports (HTTPS REST + WSS on the REST port, TLS TCP). Listeners bind
 // first so that ephemeral ports are known before managed processes receive SVC_DAEMON_URL;
 // requests that arrive before the supervisor is ready wait for it.
+import { SvcError } from '@svc/protocol';
 import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, readFile, rm } from 'node:fs/promises';
 import type { Server as HttpsServer } from 'node:https';
@@ -140,7 +141,10 @@ export async function startDaemon(
   let restBaseUrl = '';
   const auth: Authenticator = {
     async authenticate(token) {
-      const verified = await verifier.verify(token);
+      const verified = await verifier.verify(token).catch((error: unknown) => {
+        metrics.tokenRejected(error instanceof SvcError ? error.code : 'internal');
+        throw error;
+      });
       const principal = await policy.resolve(verified.principalId, verified.expiresAt);
       return {
         ...principal,
@@ -249,6 +253,7 @@ export async function startDaemon(
     onPush: (type, queued) => metrics.eventPushed(type, queued),
   });
   const tasks = new TaskQueues();
+  metrics.attachTasks(tasks);
   const unlinkTasks = linkTasksToSupervisor(tasks, supervisor);
 
   const services: Services = {

@@ -36,6 +36,8 @@ describe('script/test-deps.sh', () => {
         'python3-pip',
         'python3-yaml',
         'util-linux',
+        'systemd',
+        'dpkg',
         'golang-go',
         'gcc',
       ])

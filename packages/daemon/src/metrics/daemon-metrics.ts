@@ -50,6 +50,12 @@ export class DaemonMetrics {
     labelNames: ['transport'] as const,
     registers: [this.registry],
   });
+  readonly #tokenRejections = new Counter({
+    name: 'svc_token_rejections_total',
+    help: 'Bearer tokens that failed verification, by error code (invalid_token; unavailable: the issuer could not be reached)',
+    labelNames: ['code'] as const,
+    registers: [this.registry],
+  });
   readonly #exited = new Set<string>();
 
   constructor() {
@@ -92,6 +98,33 @@ export class DaemonMetrics {
       },
     });
     supervisor.onEvent((event) => this.#onSupervisorEvent(event));
+  }
+
+  tokenRejected(code: string): void {
+    this.#tokenRejections.inc({ code });
+  }
+
+  /** The worker task queues' figures, read at scrape time. */
+  attachTasks(tasks: { totals(): { queued: number; inFlight: number; fetchers: number } }): void {
+    new Gauge({
+      name: 'svc_tasks',
+      help: 'Worker tasks by state: queued (not yet fetched by a worker) and in_flight (fetched, not answered)',
+      labelNames: ['state'] as const,
+      registers: [this.registry],
+      collect() {
+        const totals = tasks.totals();
+        this.set({ state: 'queued' }, totals.queued);
+        this.set({ state: 'in_flight' }, totals.inFlight);
+      },
+    });
+    new Gauge({
+      name: 'svc_task_fetchers',
+      help: 'Worker fetch requests waiting for a task',
+      registers: [this.registry],
+      collect() {
+        this.set(tasks.totals().fetchers);
+      },
+    });
   }
 
   #onSupervisorEvent(event: SupervisorEvent): void {

@@ -336,6 +336,18 @@ export class TaskQueues {
     };
   }
 
+  /** Counters summed over every app (the metrics' task queue figures). */
+  totals(): { queued: number; inFlight: number; fetchers: number } {
+    const totals = { queued: 0, inFlight: 0, fetchers: 0 };
+    for (const app of this.#apps.keys()) {
+      const one = this.stats(app);
+      totals.queued += one.queued;
+      totals.inFlight += one.inFlight;
+      totals.fetchers += one.fetchers;
+    }
+    return totals;
+  }
+
   #queue(app: string): AppQueue {
     let queue = this.#apps.get(app);
     if (queue === undefined) {
