@@ -21,8 +21,8 @@ import (
 	"sync"
 )
 
-// EventURI is the request_uri of a server push.
-const EventURI = "/svc/event"
+// EVENT_URI is the request_uri of a server push.
+const EVENT_URI = "/svc/event"
 
 // EventTypeDisconnected is the synthetic event pushed to every callback when the transport stops
 // (client-local, only subscription_id and event_type) or, from a gateway, when a forwarded route
@@ -117,7 +117,7 @@ func (d *demuxer) err() error {
 
 // deliver routes one incoming Response (called by the single reader).
 func (d *demuxer) deliver(r *Response) {
-	if r.RequestUri == EventURI {
+	if r.RequestUri == EVENT_URI {
 		d.deliverEvent(r)
 		return
 	}

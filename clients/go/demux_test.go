@@ -19,7 +19,7 @@ func pushResponse(id string, seq int, headerID string) *Response {
 	if headerID != "" {
 		headers["X-Subscription-Id"] = headerID
 	}
-	return &Response{UUID: newUUID(), RequestUri: EventURI, HttpStatus: 200, Headers: headers, Body: raw}
+	return &Response{UUID: newUUID(), RequestUri: EVENT_URI, HttpStatus: 200, Headers: headers, Body: raw}
 }
 
 func collect() (EventCallback, func() []AppEvent) {
@@ -75,7 +75,7 @@ func TestDemuxSubscriptionIdFallsBackToHeader(t *testing.T) {
 func TestDemuxHostilePushesAreDropped(t *testing.T) {
 	d := newDemuxer()
 	for _, body := range []string{"", "not json", "[1]", `{"event_type":"STDOUT"}`, `{"subscription_id": 5}`} {
-		d.deliver(&Response{UUID: "x", RequestUri: EventURI, HttpStatus: 200, Body: []byte(body)})
+		d.deliver(&Response{UUID: "x", RequestUri: EVENT_URI, HttpStatus: 200, Body: []byte(body)})
 	}
 	if s := d.stats(); s.BufferedSubscriptions != 0 || s.DroppedEvents != 0 {
 		t.Fatalf("stats %+v", s)

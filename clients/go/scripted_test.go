@@ -149,7 +149,7 @@ func push(t *testing.T, id string, seq int, eventType string, data any) []byte {
 	}
 	body, _ := json.Marshal(map[string]any{"subscription_id": id, "event_type": eventType, "app_name": "a",
 		"timestamp": 1, "sequence": seq, "data": data})
-	return frame(t, &Response{UUID: newUUID(), RequestUri: EventURI, HttpStatus: 200, BodyMsgType: "application/json",
+	return frame(t, &Response{UUID: newUUID(), RequestUri: EVENT_URI, HttpStatus: 200, BodyMsgType: "application/json",
 		Headers: map[string]string{"X-Subscription-Id": id, "X-Event-Type": eventType, "X-App-Name": "a"}, Body: body})
 }
 

@@ -22,7 +22,7 @@ type Request struct {
 	Body          []byte
 }
 
-// Response is one answer, or a server push (RequestUri == EventURI), on TCP and WSS.
+// Response is one answer, or a server push (RequestUri == EVENT_URI), on TCP and WSS.
 type Response struct {
 	UUID        string
 	RequestUri  string
