@@ -170,6 +170,9 @@ func TestOperations(t *testing.T) {
 				if _, err := c.GetAppContext(ctx, name); !errors.Is(err, ErrAppNotFound) {
 					t.Fatalf("after delete: %v", err)
 				}
+				if removed, err := c.DeleteAppContext(ctx, name); removed || err != nil {
+					t.Fatalf("deleting a missing app: %v %v", removed, err)
+				}
 			})
 			t.Run("runs", func(t *testing.T) {
 				code, out, err := c.RunAppSyncContext(ctx, Application{Command: strp("echo sync; exit 3"), ShellMode: boolp(true)}, 60, 0)

@@ -8,6 +8,7 @@ package svc
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -363,7 +364,8 @@ func (c *SvcClient) DisableAppContext(ctx context.Context, appName string) (bool
 	return err == nil, err
 }
 
-// DeleteApp removes an application (REMOVED event first); false with ErrAppNotFound when missing.
+// DeleteApp removes an application (REMOVED event first): true when it was removed, false (and
+// no error) when there was no such application.
 func (c *SvcClient) DeleteApp(appName string) (bool, error) {
 	return c.DeleteAppContext(context.Background(), appName)
 }
@@ -371,6 +373,9 @@ func (c *SvcClient) DeleteApp(appName string) (bool, error) {
 // DeleteAppContext is DeleteApp with a context.
 func (c *SvcClient) DeleteAppContext(ctx context.Context, appName string) (bool, error) {
 	err := c.sendJSON(ctx, http.MethodDelete, "/svc/app/"+segment(appName), nil, nil, nil)
+	if errors.Is(err, ErrAppNotFound) {
+		return false, nil
+	}
 	return err == nil, err
 }
 
