@@ -371,10 +371,10 @@ func (r *runner) waitRun(step map[string]any) {
 	o := &outcome{done: make(chan struct{})}
 	r.outcomes[str(step, "as")] = o
 	timeout := time.Duration(num(step, "timeout_ms")) * time.Millisecond
+	// The run-wait's own timer is the client's clock: real time here.
+	sc.c.clock = realClock{}
 	work := func() {
 		defer close(o.done)
-		// The run-wait's own timer is the client's clock: real time here.
-		sc.c.clock = realClock{}
 		code, err := sc.c.WaitForAsyncRun(context.Background(), run, func(data string, _ int64) {
 			o.outMu.Lock()
 			o.output.WriteString(data)
