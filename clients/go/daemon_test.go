@@ -187,6 +187,9 @@ func TestMain(m *testing.M) {
 	if sharedD != nil {
 		sharedD.stop()
 	}
+	if workerBin != "" {
+		_ = os.RemoveAll(filepath.Dir(workerBin))
+	}
 	os.Exit(code)
 }
 
