@@ -89,6 +89,15 @@ func newAPIError(op string, status int, body []byte, headers map[string]string) 
 	} else {
 		e.Message = strings.TrimSpace(string(body))
 	}
+	if e.Code == "" && status == 401 {
+		// No JSON body (a refused WebSocket upgrade): the RFC 6750 challenge names the error.
+		e.Code = "unauthorized"
+		for k, v := range headers {
+			if strings.EqualFold(k, "WWW-Authenticate") && strings.Contains(v, `error="invalid_token"`) {
+				e.Code = "invalid_token"
+			}
+		}
+	}
 	if len(e.Message) > maxErrorMessage {
 		e.Message = e.Message[:maxErrorMessage] + "…"
 	}

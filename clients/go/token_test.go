@@ -65,6 +65,17 @@ func TestPersistentTokens(t *testing.T) {
 	}
 }
 
+// A WSS upgrade with a rejected bearer is the daemon's 401, not a disconnect.
+func TestWSSUpgradeWithForgedToken(t *testing.T) {
+	d := shared(t)
+	o := d.option("forged." + d.admin())
+	o.SvcUri = d.info.WSS
+	c, err := NewWSSClient(o)
+	if c != nil || !errors.Is(err, ErrInvalidToken) || strings.Contains(err.Error(), d.admin()) {
+		t.Fatalf("got %v %v", c, err)
+	}
+}
+
 // WaitForAsyncRun ends with its context: the context's error, unsubscribed, the app kept.
 func TestWaitForAsyncRunContext(t *testing.T) {
 	d := shared(t)

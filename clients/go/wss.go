@@ -6,6 +6,7 @@ package svc
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -82,8 +83,15 @@ func dialWSS(ctx context.Context, base string, token string, o Option) (*persist
 	ws, resp, err := dialer.DialContext(ctx, target, header)
 	if err != nil {
 		if resp != nil {
+			// Refused with an HTTP answer (401 invalid_token, 403, …): the daemon's error.
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 			_ = resp.Body.Close()
-			return nil, fmt.Errorf("%w: WebSocket upgrade answered %d", ErrTransportDisconnected, resp.StatusCode)
+			refused := newAPIError("WebSocket upgrade", resp.StatusCode, body, flatHeaders(resp.Header))
+			if resp.StatusCode == http.StatusUnauthorized && token != "" && refused.Code == "unauthorized" && len(body) == 0 {
+				// A bare 401 to an upgrade that carried a bearer: the bearer was refused.
+				refused.Code = ErrInvalidToken.Code
+			}
+			return nil, refused
 		}
 		return nil, fmt.Errorf("%w: WebSocket upgrade: %v", ErrTransportDisconnected, err)
 	}
