@@ -6,6 +6,7 @@
 //
 //   client ──HTTPS/WSS──► agent :6060 ──┬─ /svc/*, /openapi.json, RFC 9728, WSS ──► svcd REST (TLS, daemon CA)
 //                                       ├─ /auth/* ─────────────────────────────► svc-identity 127.0.0.1:6062
+//                                       ├─ /mcp (MCP, packages/mcp, in this process; tools call svcd REST)
 //                                       └─ / (GET, HEAD) ───────────────────────► packages/web/dist files
 import type { Server as HttpServer, IncomingMessage, ServerResponse } from 'node:http';
 import { Agent as HttpsAgent, type Server } from 'node:https';
@@ -23,8 +24,13 @@ import {
 } from '../../daemon/src/transports/connection-deadlines.ts';
 import { ConnectionGuard } from '../../daemon/src/transports/connection-guard.ts';
 import { createBoundedHttpsServer } from '../../daemon/src/transports/rest-transport.ts';
+import { svcdCaller } from '@svc/mcp/svcd';
+import type { McpEndpoint } from '@svc/mcp';
 import type { AgentMetrics } from './metrics.ts';
-import { issuerLocation, refusesProcessKey, routeOf } from './routes.ts';
+
+/** Reported by the MCP server as its version. */
+const AGENT_VERSION = '0.1.0';
+import { issuerLocation, publicOrigin, refusesProcessKey, routeOf } from './routes.ts';
 import { serveWebFile } from './web-files.ts';
 
 export type Log = (
@@ -211,6 +217,13 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
           'process_key_transport',
           'a process key is accepted only from this host; svc-agent does not relay it from another address',
         );
+      if (route.to === 'mcp' || route.to === 'mcp-metadata') {
+        const base = publicOrigin(req.headers.host);
+        if (base === undefined) throw new SvcError('bad_request', 'the Host header is missing or malformed');
+        if (route.to === 'mcp') await (await mcpEndpoint()).handle(req, res, base);
+        else await serveMcpMetadata(req, res, base);
+        return;
+      }
       // The agent's key goes to svcd only, never to the issuer.
       markForwarded(req, route.to === 'daemon' ? options.processKey : undefined);
       if (route.to === 'daemon') {
@@ -242,6 +255,43 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     markForwarded(req, options.processKey);
     daemonProxy.ws(req, socket, head);
   });
+
+  // The MCP endpoint is loaded on its first request: a front door nobody uses for MCP never pays
+  // for the SDK. Its tools call svcd's REST API with the caller's own bearer.
+  let mcp: Promise<McpEndpoint> | undefined;
+  const svcd = svcdCaller({ baseUrl: options.daemonUrl, ca: options.tls.ca });
+  function mcpEndpoint(): Promise<McpEndpoint> {
+    mcp ??= import('@svc/mcp').then(({ createMcpEndpoint }) =>
+      createMcpEndpoint({
+        call: svcd,
+        version: AGENT_VERSION,
+        log: (level, message) => log(level, message, { component: 'mcp' }),
+      }),
+    );
+    return mcp;
+  }
+
+  /** RFC 9728 metadata of /mcp: svcd's document for this origin, its resource naming the endpoint. */
+  async function serveMcpMetadata(req: IncomingMessage, res: ServerResponse, base: string): Promise<void> {
+    if (req.method !== 'GET' && req.method !== 'HEAD') throw new SvcError('method_not_allowed', 'GET only');
+    const answer = await svcd({
+      method: 'GET',
+      path: '/.well-known/oauth-protected-resource',
+      headers: { 'x-forwarded-host': req.headers.host ?? '', 'x-forwarded-proto': 'https' },
+    }).catch((error: unknown) => {
+      throw new SvcError(
+        'upstream_unavailable',
+        'the agent cannot reach svcd; retry when the daemon is back',
+        {
+          cause: error,
+        },
+      );
+    });
+    if (answer.status !== 200) throw new SvcError('upstream_unavailable', `svcd answered ${answer.status}`);
+    const document = { ...(JSON.parse(answer.body.toString('utf8')) as object), resource: `${base}/mcp` };
+    res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'max-age=300' });
+    res.end(req.method === 'HEAD' ? undefined : JSON.stringify(document));
+  }
 
   async function issuerOrigin(): Promise<string> {
     if (options.issuerOrigin === undefined)
@@ -284,6 +334,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
       for (const socket of sockets) socket.destroy();
       daemonProxy.close();
       issuerProxy.close();
+      if (mcp !== undefined) await (await mcp).close();
       daemonAgent.destroy();
       await Promise.all(closed);
     },

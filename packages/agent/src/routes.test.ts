@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { issuerLocation, refusesProcessKey, routeOf } from './routes.ts';
+import { issuerLocation, publicOrigin, refusesProcessKey, routeOf } from './routes.ts';
 
 describe('routeOf', () => {
   it('sends the API, its OpenAPI document and RFC 9728 metadata to the daemon', () => {
@@ -16,6 +16,22 @@ describe('routeOf', () => {
     expect(routeOf('GET', '/auth')).toEqual({ to: 'issuer' });
     expect(routeOf('GET', '/authx')).toEqual({ to: 'web', file: 'authx' });
     expect(routeOf('GET', '/svcx')).toEqual({ to: 'web', file: 'svcx' });
+  });
+
+  it('sends /mcp (any method, any query) to the MCP endpoint and its RFC 9728 metadata to the agent', () => {
+    for (const method of ['GET', 'POST', 'DELETE', 'PUT'])
+      expect(routeOf(method, '/mcp')).toEqual({ to: 'mcp' });
+    expect(routeOf('POST', '/mcp?x=1')).toEqual({ to: 'mcp' });
+    expect(routeOf('GET', '/.well-known/oauth-protected-resource/mcp')).toEqual({ to: 'mcp-metadata' });
+    expect(routeOf('GET', '/mcp/x')).toEqual({ to: 'web', file: 'mcp/x' });
+    expect(routeOf('GET', '/mcpx')).toEqual({ to: 'web', file: 'mcpx' });
+  });
+
+  it('names the public origin only from a well-formed Host', () => {
+    expect(publicOrigin('svc.example:6060')).toBe('https://svc.example:6060');
+    expect(publicOrigin('[::1]:6060')).toBe('https://[::1]:6060');
+    for (const host of [undefined, '', 'evil.example/x', 'a b', 'x"y', 'h:6060@evil'])
+      expect(publicOrigin(host)).toBeUndefined();
   });
 
   it('maps web UI paths to plain relative file names only', () => {

@@ -8,6 +8,10 @@ export type Route =
   | { readonly to: 'daemon' }
   /** The built-in issuer (builtin mode), unchanged under /auth. */
   | { readonly to: 'issuer' }
+  /** svc's MCP server (Streamable HTTP, packages/mcp), in the agent itself. */
+  | { readonly to: 'mcp' }
+  /** RFC 9728 metadata of the MCP endpoint (the API's, with `resource` naming /mcp). */
+  | { readonly to: 'mcp-metadata' }
   /** A file of the web UI (packages/web/dist); `file` is relative, `index.html` for `/`. */
   | { readonly to: 'web'; readonly file: string }
   | { readonly to: 'refuse'; readonly status: 400 | 404 | 405; readonly message: string };
@@ -18,6 +22,8 @@ const WEB_SEGMENT = /^[A-Za-z0-9_-][A-Za-z0-9_.-]*$/;
 
 export function routeOf(method: string, rawPath: string): Route {
   const path = rawPath.split('?', 1)[0]!;
+  if (path === '/mcp') return { to: 'mcp' };
+  if (path === '/.well-known/oauth-protected-resource/mcp') return { to: 'mcp-metadata' };
   if (DAEMON_EXACT.has(path) || path.startsWith('/svc/')) return { to: 'daemon' };
   if (path === '/auth' || path.startsWith('/auth/')) return { to: 'issuer' };
   if (method !== 'GET' && method !== 'HEAD')
@@ -31,6 +37,11 @@ export function routeOf(method: string, rawPath: string): Route {
 
 /** A Host header value the agent may echo into a URL: a name or an IP literal, and a port. */
 const HOST = /^(?:[A-Za-z0-9.-]{1,253}|\[[0-9A-Fa-f:.]{2,45}\])(?::\d{1,5})?$/;
+
+/** `https://<host>` as the client addressed the agent, or undefined for an unusable Host header. */
+export function publicOrigin(host: string | undefined): string | undefined {
+  return host !== undefined && HOST.test(host) ? `https://${host}` : undefined;
+}
 
 /**
  * The `Location` the browser should follow for a redirect of the built-in issuer. The issuer names

@@ -28,3 +28,5 @@ export { CHROMIUM_EXECUTABLE, CHROMIUM_FLAGS } from './chromium.ts';
 export { freePort } from './ports.ts';
 export { ETCD_EXECUTABLE, startEtcd } from './etcd.ts';
 export type { TestEtcd } from './etcd.ts';
+export { startServedDaemon } from './serve.ts';
+export type { ServeInfo, BuiltinAuthInfo } from './serve.ts';

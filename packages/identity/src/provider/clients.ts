@@ -8,6 +8,15 @@ export const API_AUDIENCE = 'svc-api';
 export const AUDIENCE_SCOPE = `audience:server:client_id:${API_AUDIENCE}`;
 /** The resource indicator (RFC 8707, an absolute URI) of the API; clients need not send it. */
 export const API_RESOURCE = 'urn:svc:api';
+/**
+ * Whether a resource indicator (RFC 8707) names svc's API: `urn:svc:api`, or the HTTPS address of
+ * an svc front door (`https://<host>[:port]`, with or without the MCP endpoint's `/mcp`), which MCP
+ * clients send as the canonical URI of the server they talk to (MCP authorization spec). Every one
+ * maps to the same audience, `svc-api`: the issuer does not know the host names operators use.
+ */
+export function isApiResource(resource: string): boolean {
+  return resource === API_RESOURCE || /^https:\/\/[A-Za-z0-9.[\]:-]{1,300}(?:\/mcp)?\/?$/.test(resource);
+}
 /** Access-token lifetime, seconds (spec: `exp - iat` = 900). */
 export const ACCESS_TOKEN_TTL = 900;
 
@@ -49,6 +58,13 @@ const LOOPBACK_REDIRECTS = [
   'http://[::1]/callback',
   'http://localhost/callback',
 ];
+/** MCP clients' loopback callbacks: `/callback` and `/oauth/callback` (mcp-remote, IDE assistants), any port. */
+const MCP_REDIRECTS = [
+  ...LOOPBACK_REDIRECTS,
+  'http://127.0.0.1/oauth/callback',
+  'http://[::1]/oauth/callback',
+  'http://localhost/oauth/callback',
+];
 
 export function clientMetadata(options: {
   automationSecret: string;
@@ -87,7 +103,7 @@ export function clientMetadata(options: {
       token_endpoint_auth_method: 'none',
       grant_types: interactive,
       response_types: ['code'],
-      redirect_uris: LOOPBACK_REDIRECTS,
+      redirect_uris: MCP_REDIRECTS,
     },
     {
       client_id: AUTOMATION_CLIENT_ID,

@@ -28,6 +28,7 @@ import {
   ACCESS_TOKEN_TTL,
   API_AUDIENCE,
   API_RESOURCE,
+  isApiResource,
   AUDIENCE_SCOPE,
   KNOWN_SCOPES,
   OIDC_SCOPES,
@@ -340,7 +341,7 @@ export function createIdentityProvider(options: IdentityProviderOptions): Identi
               : undefined;
           },
           getResourceServerInfo: async (_ctx: unknown, resource: string) => {
-            if (resource !== API_RESOURCE) throw new errors.InvalidRequest('unknown resource indicator');
+            if (!isApiResource(resource)) throw new errors.InvalidRequest('unknown resource indicator');
             return resourceServerInfo();
           },
           useGrantedResource: async () => true,
@@ -385,9 +386,9 @@ export function createIdentityProvider(options: IdentityProviderOptions): Identi
           const scopeParam = typeof params['scope'] === 'string' ? params['scope'] : 'openid';
           const requested = new Set(scopeParam.split(' ').filter(Boolean));
           const resource = params['resource'];
-          if (resource !== undefined && resource !== API_RESOURCE)
+          if (resource !== undefined && (typeof resource !== 'string' || !isApiResource(resource)))
             throw new errors.InvalidRequest('unknown resource indicator');
-          const forApi = requested.has(AUDIENCE_SCOPE) || resource === API_RESOURCE;
+          const forApi = requested.has(AUDIENCE_SCOPE) || resource !== undefined;
           const oidcScope = [...requested]
             .filter((s) => (OIDC_SCOPES as readonly string[]).includes(s))
             .join(' ');
