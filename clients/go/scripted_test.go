@@ -60,6 +60,10 @@ type scriptedServer struct {
 }
 
 func startScripted(t *testing.T) (*scriptedServer, *SvcClient, *fakeClock) {
+	return startScriptedWith(t, Option{JwtToken: "test-token"})
+}
+
+func startScriptedWith(t *testing.T, o Option) (*scriptedServer, *SvcClient, *fakeClock) {
 	cfg, caFile := scriptedTLS(t)
 	ln, err := tls.Listen("tcp", "127.0.0.1:0", cfg)
 	if err != nil {
@@ -74,7 +78,8 @@ func startScripted(t *testing.T) (*scriptedServer, *SvcClient, *fakeClock) {
 			accepted <- conn
 		}
 	}()
-	client, err := NewTCPClient(Option{SvcUri: ln.Addr().String(), SslTrustedCA: &caFile, JwtToken: "test-token"})
+	o.SvcUri, o.SslTrustedCA = ln.Addr().String(), &caFile
+	client, err := NewTCPClient(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -439,5 +444,30 @@ func TestHostileOutputHeaders(t *testing.T) {
 		if out.Error != nil || out.ExitCode != nil || out.OutputPosition != nil || out.HttpBody != "x" {
 			t.Fatalf("%v gave %+v", headers, out)
 		}
+	}
+}
+
+// ForwardTo puts X-Target-Host (and the bearer) on every request; SetForwardTo("") removes it.
+func TestForwardToHeader(t *testing.T) {
+	server, client, _ := startScriptedWith(t, Option{JwtToken: "tok", ForwardTo: "node-b:6059"})
+	ask := func() *Request {
+		done := make(chan error, 1)
+		go func() { done <- client.sendJSON(ctxT(t), "GET", "/svc/applications", nil, nil, nil) }()
+		req := <-server.requests
+		server.write(server.answer(req, map[string]any{"status": float64(200), "body": []any{}}))
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		return req
+	}
+	if req := ask(); req.Headers[headerTargetHost] != "node-b:6059" || req.Headers["Authorization"] != "Bearer tok" {
+		t.Fatalf("headers %v", req.Headers)
+	}
+	client.SetForwardTo("")
+	if req := ask(); req.Headers[headerTargetHost] != "" {
+		t.Fatalf("headers %v", req.Headers)
+	}
+	if client.GetForwardTo() != "" {
+		t.Fatal("GetForwardTo")
 	}
 }
