@@ -2,7 +2,8 @@
 # Installs what the tests need beyond npm (run by `npm test` as its pretest step, and so by .ci/run):
 #   chromium                      administration UI tests (playwright-core drives the Debian browser)
 #   openssl, procps               test certificates; process checks
-#   python3 + venv + pip          the App Mesh 3.0 SDK compatibility suite (test/compat)
+#   python3 + venv + pip          the App Mesh 3.0 SDK compatibility suite (test/compat) and the
+#                                 Python client's suite (clients/python, python3 >= 3.10)
 #   python3-yaml (PyYAML)         stored app definitions read back by a YAML 1.1 reader; python3
 #                                 also runs the chatty and memory-hog children of reliability tests
 #   util-linux (fallocate)        output size cap (hole punching)
@@ -31,6 +32,13 @@ have fallocate || missing+=(util-linux)
 [ -x "${SVC_TEST_PROMETHEUS:-/usr/bin/prometheus}" ] || missing+=(prometheus)
 have systemd-analyze || missing+=(systemd)
 have dpkg-deb || missing+=(dpkg)
+# Python client (clients/python): python3 >= 3.10 with venv and pip (above); its PyPI dependencies
+# go into a venv under node_modules/.cache (clients/python/python-client.test.ts). apt cannot give
+# a newer python3 than the release has, so an old one stops here.
+if have python3 && ! python3 -c 'import sys; sys.exit(sys.version_info < (3, 10))' >/dev/null 2>&1; then
+  echo "test-deps: clients/python needs python3 >= 3.10 (found $(python3 -V 2>&1)); install a newer python3 first" >&2
+  exit 1
+fi
 # Go client library (clients/go).
 go_new_enough() { go env GOVERSION 2>/dev/null | grep -Eq '^go1\.(2[2-9]|[3-9][0-9])([^0-9]|$)'; }
 go_too_old() {
