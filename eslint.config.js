@@ -3,7 +3,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['**/node_modules/**', 'work/**', 'clients/**', 'bench/out/**', 'coverage/**', 'packages/*/dist/**'] },
+  { ignores: ['**/node_modules/**', 'work/**', 'clients/*/**/*', '!clients/*/*.test.ts', 'bench/out/**', 'coverage/**', 'packages/*/dist/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

@@ -10,6 +10,10 @@
 #   etcd-server                   cluster mode tests start a real etcd (packages/testkit/src/etcd.ts)
 #   prometheus, systemd           packaging tests: a real Prometheus scrapes the packaged metrics stack;
 #                                 systemd-analyze verifies the units (dpkg-deb builds the package)
+#   cmake, g++, libmsgpack-cxx-dev, nlohmann-json3-dev, libcurl4-openssl-dev, libboost-dev,
+#   libssl-dev, libgtest-dev      the C++ client (clients/cpp): CMake build, ctest with GoogleTest
+#   Rust >= 1.89 with clippy      the Rust client (clients/rust); not from apt (Debian's is older):
+#                                 without it the script stops naming the rustup command
 #   golang-go (Go >= 1.22), gcc   the Go client library's suite (clients/go: go vet, go test -race
 #                                 needs cgo); staticcheck comes from the Go module proxy, pinned
 # Installed with apt-get when missing (root on Debian); otherwise it stops at once naming the one
@@ -32,6 +36,15 @@ have fallocate || missing+=(util-linux)
 [ -x "${SVC_TEST_PROMETHEUS:-/usr/bin/prometheus}" ] || missing+=(prometheus)
 have systemd-analyze || missing+=(systemd)
 have dpkg-deb || missing+=(dpkg)
+# C++ client (clients/cpp): compiler, CMake and the Debian libraries it builds on.
+have cmake || missing+=(cmake)
+have g++ || missing+=(g++)
+[ -f /usr/include/msgpack.hpp ] || missing+=(libmsgpack-cxx-dev)
+[ -f /usr/include/nlohmann/json.hpp ] || missing+=(nlohmann-json3-dev)
+compgen -G '/usr/include/*/curl/curl.h' >/dev/null || missing+=(libcurl4-openssl-dev)
+[ -f /usr/include/boost/beast.hpp ] || missing+=(libboost-dev)
+[ -f /usr/include/openssl/ssl.h ] || missing+=(libssl-dev)
+[ -f /usr/include/gtest/gtest.h ] || missing+=(libgtest-dev)
 # Python client (clients/python): python3 >= 3.10 with venv and pip (above); its PyPI dependencies
 # go into a venv under node_modules/.cache (clients/python/python-client.test.ts). apt cannot give
 # a newer python3 than the release has, so an old one stops here.
@@ -47,11 +60,24 @@ go_too_old() {
 }
 if have go; then go_new_enough || go_too_old; else missing+=(golang-go); fi
 have gcc || missing+=(gcc)
+# --- Rust client (clients/rust): cargo and clippy from rustup (~/.cargo/bin), Rust >= 1.89.
+rust_problem=""
+rust_path="$PATH:${CARGO_HOME:-${HOME:-/root}/.cargo}/bin"
+rust_minor=""
+if [[ "$(PATH="$rust_path" cargo --version 2>/dev/null)" =~ ^cargo\ 1\.([0-9]+)\. ]]; then rust_minor=${BASH_REMATCH[1]}; fi
+if [ -z "$rust_minor" ] || [ "$rust_minor" -lt 89 ] || ! PATH="$rust_path" cargo clippy --version >/dev/null 2>&1; then
+  rust_problem="test-deps: the Rust client needs Rust >= 1.89 with clippy, which apt does not provide; install it first: curl -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal --component clippy"
+fi
+rust_check() { [ -z "$rust_problem" ] || { echo "$rust_problem" >&2; exit 1; }; }
+[ ${#missing[@]} -eq 0 ] && rust_check
+# --- end Rust client
+
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 command_line="apt-get update && apt-get install -y ${missing[*]}"
 if [ "$(id -u)" != 0 ] || ! have apt-get; then
   echo "test-deps: missing ${missing[*]}; install them first: sudo sh -c '${command_line}'" >&2
+  [ -z "$rust_problem" ] || echo "$rust_problem" >&2
   exit 1
 fi
 echo "test-deps: installing ${missing[*]}" >&2
@@ -60,3 +86,4 @@ apt-get update -qq
 # Chromium with its recommended packages: fonts-liberation renders the page text.
 apt-get install -y -qq "${missing[@]}" >/dev/null
 if have go && ! go_new_enough; then go_too_old; fi
+rust_check

@@ -5,6 +5,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
 import { accessToken, credentials, isDesktop, login, type LoginMethod } from './auth.ts';
 import * as commands from './commands.ts';
+import * as clusterCommands from './cluster-commands.ts';
 import { completion } from './completion.ts';
 import { stopDaemon } from './daemon-control.ts';
 import { CliError, EXIT } from './errors.ts';
@@ -107,6 +108,12 @@ export const COMMANDS: Record<string, CommandSpec> = {
     options: { file: { type: 'string', short: 'f' } },
   },
   resources: { summary: 'show host resources', usage: 'svc resources [-o json|yaml]' },
+  cluster: {
+    summary: 'list, define or remove cluster applications (cluster mode)',
+    usage: 'svc cluster [ls [-o json|yaml|wide] | add [<name>] -f <task.yaml> | rm <name>]',
+    options: { file: { type: 'string', short: 'f' } },
+  },
+  nodes: { summary: 'list the registered cluster nodes', usage: 'svc nodes [-o json|yaml|wide]' },
   principal: {
     summary: 'show the caller (or list, set, remove principals)',
     usage: 'svc principal [ls | set <id> <role>… | rm <id>]',
@@ -320,6 +327,10 @@ async function dispatch(argv: string[], ui: Ui, signal: AbortSignal): Promise<nu
       return commands.config(ctx);
     case 'resources':
       return commands.resources(ctx);
+    case 'cluster':
+      return clusterCommands.cluster(ctx);
+    case 'nodes':
+      return clusterCommands.nodes(ctx);
     case 'principal':
       return commands.principal(ctx);
   }

@@ -50,6 +50,9 @@ export async function build() {
     banner: {
       js: "import { createRequire as __svcCreateRequire } from 'node:module';\nconst require = __svcCreateRequire(import.meta.url);",
     },
+    // etcd3 (cluster mode, imported on demand) loads its gRPC protocol file from its own directory
+    // at run time: it stays a package resolved from node_modules, not bundled.
+    external: ['etcd3'],
     // config.ts: INSTALL_ROOT is this path from the bundle's directory (packages/daemon/dist; both
     // bundles are written there).
     define: { SVC_INSTALL_ROOT_FROM_MODULE: JSON.stringify(relative(DIST_DIR, REPO_ROOT)) },

@@ -86,6 +86,15 @@ function urlHost(address: string): string {
   return address.includes(':') ? `[${address}]` : address;
 }
 
+/**
+ * The `svc` address of this node's report: the listen address, or the host name when svcd listens
+ * on every interface (peers cannot reach 0.0.0.0).
+ */
+function nodeSvcUrl(config: DaemonConfig, restPort: number): string {
+  const any = ['0.0.0.0', '::', ''].includes(config.listenAddress);
+  return `https://${any ? config.hostName : urlHost(config.listenAddress)}:${restPort}`;
+}
+
 export async function startDaemon(
   config: DaemonConfig,
   options: { logToStderr?: boolean } = {},
@@ -215,7 +224,11 @@ export async function startDaemon(
   const tcpPort = await listen(tcp, config.tcpPort, config.listenAddress);
   restBaseUrl = `https://${urlHost(config.listenAddress)}:${restPort}`;
 
+  // Cluster mode: the peer variables (SVC_SERVICE_<APP>_ADDR) come from the service registry, which
+  // starts once the node has joined (below).
+  const peers = { environment: (): Record<string, string> => ({}) };
   const supervisor = await createSupervisor({
+    ...(config.cluster === undefined ? {} : { peerEnvironment: () => peers.environment() }),
     workDir: work,
     crypter,
     daemonUrl: restBaseUrl,
@@ -256,6 +269,40 @@ export async function startDaemon(
   metrics.attachTasks(tasks);
   const unlinkTasks = linkTasksToSupervisor(tasks, supervisor);
 
+  // Cluster mode (SVC_REGISTRY_URL / Registry.Url): the registry session and the node report.
+  const cluster =
+    config.cluster === undefined
+      ? undefined
+      : await (
+          await import('./cluster/cluster.ts')
+        ).startCluster({
+          config: config.cluster,
+          hostName: config.hostName,
+          svcUrl: () => config.cluster?.svcProxyUrl ?? nodeSvcUrl(config, restPort),
+          labels: () => hostConfig.labels,
+          logger,
+        });
+  const stopLabelWatch = hostConfig.onLabels(() => void cluster?.refreshReport());
+  // Security in sync (Registry.EnableRegistrySecurity, default on): the policy lives in etcd.
+  const securitySync =
+    cluster === undefined || config.cluster?.enableRegistrySecurity !== true
+      ? undefined
+      : (await import('./cluster/security-sync.ts')).startSecuritySync({
+          client: cluster.session.client,
+          store: policy,
+          node: config.hostName,
+          log: (level, message, fields) =>
+            logger.child({ component: 'security-sync' })[level](message, fields),
+        });
+  // Cluster apps (worker nodes), service records and the /svc/cluster/* registry view.
+  const workerSide =
+    cluster === undefined
+      ? undefined
+      : await (
+          await import('./cluster/worker-side.ts')
+        ).startWorkerSide(cluster, supervisor.cluster, tcpPort, logger);
+  if (workerSide !== undefined) peers.environment = () => workerSide.services.environment();
+
   const services: Services = {
     config,
     hostConfig,
@@ -267,10 +314,14 @@ export async function startDaemon(
     logger,
     metrics,
     restBaseUrl: () => restBaseUrl,
+    ...(cluster === undefined ? {} : { cluster }),
+    ...(workerSide === undefined ? {} : { clusterApi: workerSide.api }),
   };
   const router = new Router(operations);
   const forwarder = await createForwarder({ config, tls, tcpPort: () => tcpPort, logger });
   upgradeTarget.check = (header) => forwarder.checkUpgradeTarget(header);
+  // Cluster mode: X-Target-Host may name any registered node.
+  if (workerSide !== undefined) forwarder.targets.addProvider(workerSide.targets.provider);
   const resolver: AccessResolver = {
     app: (name) => supervisor.access(name),
     subscription: (id) => events.owner(id),
@@ -381,6 +432,12 @@ export async function startDaemon(
           stopPortsMerge();
           stopAdminPortsMerge();
           stopAgentPortsMerge();
+        });
+        await step('leave the cluster', async () => {
+          stopLabelWatch();
+          await securitySync?.close();
+          await workerSide?.close();
+          await cluster?.close();
         });
         await step('detach supervisor', () => supervisor.detach());
         await step('remove pid file', () => rm(pidFile, { force: true }));

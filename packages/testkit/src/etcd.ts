@@ -3,7 +3,9 @@
 // started again on the same ports and data (registry restart tests) and is always removed by close().
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { request } from 'node:http';
+import { readFileSync } from 'node:fs';
+import { request, type ClientRequest, type IncomingMessage } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from './ports.ts';
@@ -11,8 +13,15 @@ import { freePort } from './ports.ts';
 export const ETCD_EXECUTABLE = process.env['SVC_TEST_ETCD'] ?? '/usr/bin/etcd';
 const START_TIMEOUT_MS = 30_000;
 
+/** PEM files for an etcd that serves TLS and requires client certificates signed by `caFile`. */
+export interface TestEtcdTls {
+  certFile: string;
+  keyFile: string;
+  caFile: string;
+}
+
 export interface TestEtcd {
-  /** Client URL, `http://127.0.0.1:<port>`: what SVC_REGISTRY_URL names. */
+  /** Client URL, `http(s)://127.0.0.1:<port>`: what SVC_REGISTRY_URL names. */
   readonly url: string;
   readonly clientPort: number;
   readonly dataDir: string;
@@ -28,9 +37,24 @@ export interface TestEtcd {
   output(): string;
 }
 
-function healthy(port: number): Promise<boolean> {
+function healthy(port: number, tls: TestEtcdTls | undefined): Promise<boolean> {
   return new Promise((resolve) => {
-    const req = request({ host: '127.0.0.1', port, path: '/health', timeout: 1000 }, (res) => {
+    const options = { host: '127.0.0.1', port, path: '/health', timeout: 1000 };
+    type Callback = (res: IncomingMessage) => void;
+    const send =
+      tls === undefined
+        ? (callback: Callback): ClientRequest => request(options, callback)
+        : (callback: Callback): ClientRequest =>
+            httpsRequest(
+              {
+                ...options,
+                ca: readFileSync(tls.caFile),
+                cert: readFileSync(tls.certFile),
+                key: readFileSync(tls.keyFile),
+              },
+              callback,
+            );
+    const req = send((res) => {
       let body = '';
       res.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
       res.on('end', () => resolve(res.statusCode === 200 && body.includes('"true"')));
@@ -41,12 +65,17 @@ function healthy(port: number): Promise<boolean> {
   });
 }
 
-export async function startEtcd(options: { name?: string } = {}): Promise<TestEtcd> {
+/**
+ * `tls`: serve clients over TLS and require a client certificate (the same certificate serves as
+ * the test's client certificate; it needs both serverAuth and clientAuth and an IP SAN 127.0.0.1).
+ */
+export async function startEtcd(options: { name?: string; tls?: TestEtcdTls } = {}): Promise<TestEtcd> {
   const dataDir = await mkdtemp(join(tmpdir(), 'svc-test-etcd-'));
   const clientPort = await freePort();
   const peerPort = await freePort();
   const name = options.name ?? 'svc-test';
-  const url = `http://127.0.0.1:${clientPort}`;
+  const tls = options.tls;
+  const url = `${tls === undefined ? 'http' : 'https'}://127.0.0.1:${clientPort}`;
   const peer = `http://127.0.0.1:${peerPort}`;
   let child: ChildProcess | undefined;
   let exited: Promise<void> = Promise.resolve();
@@ -63,6 +92,14 @@ export async function startEtcd(options: { name?: string } = {}): Promise<TestEt
         `--listen-peer-urls=${peer}`,
         `--initial-advertise-peer-urls=${peer}`,
         `--initial-cluster=${name}=${peer}`,
+        ...(tls === undefined
+          ? []
+          : [
+              `--cert-file=${tls.certFile}`,
+              `--key-file=${tls.keyFile}`,
+              `--trusted-ca-file=${tls.caFile}`,
+              '--client-cert-auth',
+            ]),
         '--log-level=warn',
         '--logger=zap',
       ],
@@ -91,7 +128,7 @@ export async function startEtcd(options: { name?: string } = {}): Promise<TestEt
         throw new Error(`etcd could not start (${spawnError.message}): run script/test-deps.sh`);
       if (proc.exitCode !== null || proc.signalCode !== null)
         throw new Error(`etcd exited at start (${proc.exitCode ?? proc.signalCode}):\n${log}`);
-      if (await healthy(clientPort)) return;
+      if (await healthy(clientPort, tls)) return;
       if (Date.now() > deadline) throw new Error(`etcd did not become healthy on ${url}:\n${log}`);
       await new Promise((resolve) => setTimeout(resolve, 50));
     }

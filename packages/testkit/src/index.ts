@@ -27,6 +27,6 @@ export { hostileAppBody, hostileValue, hostileYaml, validAppBody, validName } fr
 export { CHROMIUM_EXECUTABLE, CHROMIUM_FLAGS } from './chromium.ts';
 export { freePort } from './ports.ts';
 export { ETCD_EXECUTABLE, startEtcd } from './etcd.ts';
-export type { TestEtcd } from './etcd.ts';
+export type { TestEtcd, TestEtcdTls } from './etcd.ts';
 export { startServedDaemon } from './serve.ts';
 export type { ServeInfo, BuiltinAuthInfo } from './serve.ts';

@@ -17,12 +17,13 @@ describe('script/test-deps.sh', () => {
   });
 
   it('names the missing packages and the one command that installs them when it cannot install', async () => {
-    // A PATH with no openssl, ps or python3, and an `id` that says "not root".
+    // A PATH with no openssl, ps, python3 or cargo, and an `id` that says "not root".
     const bin = await mkdtemp(join(tmpdir(), 'svc-test-deps-'));
     try {
       await writeFile(join(bin, 'id'), '#!/bin/sh\necho 1000\n', { mode: 0o755 });
       await symlink('/bin/sh', join(bin, 'sh'));
-      const failed = await run('/bin/bash', [SCRIPT], { env: { PATH: bin } }).then(
+      // CARGO_HOME without cargo: rustup's ~/.cargo/bin is not found either.
+      const failed = await run('/bin/bash', [SCRIPT], { env: { PATH: bin, CARGO_HOME: bin } }).then(
         () => undefined,
         (error: { code: number; stderr: string }) => error,
       );
@@ -38,11 +39,15 @@ describe('script/test-deps.sh', () => {
         'util-linux',
         'systemd',
         'dpkg',
+        'cmake',
+        'g++',
         'golang-go',
         'gcc',
       ])
         expect(failed?.stderr).toContain(pkg);
       expect(failed?.stderr).toMatch(/apt-get update && apt-get install -y /);
+      // Rust (clients/rust) is not an apt package: the rustup command is named as well.
+      expect(failed?.stderr).toContain('rustup');
     } finally {
       await rm(bin, { recursive: true, force: true });
     }

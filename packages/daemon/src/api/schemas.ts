@@ -8,6 +8,7 @@ import * as z from 'zod';
 import { EXECUTION_USER_PATTERN } from '../auth/policy-store.ts';
 import { configSchema } from '../config/config-schema.ts';
 import { EXIT_ACTIONS } from '../model/app-definition.ts';
+import { ClusterTaskSchema, HostTopologySchema, NodeReportSchema } from '../cluster/records.ts';
 
 const NAME = '^[A-Za-z0-9_.-]{1,128}$';
 
@@ -120,6 +121,12 @@ export const AppView = z
     adopted: z.boolean().optional(),
     output_captured: z.boolean().optional(),
     transient: z.boolean().optional(),
+    cluster: z.boolean().optional().meta({
+      description: 'a cluster application placed on this node (change it through /svc/cluster/app/{name})',
+    }),
+    cluster_conflict: z.string().optional().meta({
+      description: 'a cluster task of this name is placed on this node but this local app keeps the name',
+    }),
     resource_limit_status: z.string().optional(),
   })
   .meta({ id: 'AppView' });
@@ -130,6 +137,29 @@ export const AppList = z.array(AppView);
 export const AppViewSubscribed = AppView.extend({ subscription_id: z.string().optional() });
 
 export const AppRemoved = z.object({ name: z.string(), removed: z.literal(true) });
+
+// ---- cluster (spec: "Cluster registry records"; spec/contract.md §9) ---------------------------
+
+/** PUT /svc/cluster/app/{name} body: a cluster task (`content` is an application definition). */
+export const ClusterTask = ClusterTaskSchema.extend({
+  content: z.record(z.string(), z.unknown()).meta({
+    description: 'the application definition each replica runs; its name, if given, equals the path name',
+  }),
+}).meta({ id: 'ClusterTask' });
+/** A task as the API shows it: the stored task plus where it runs now. */
+export const ClusterTaskView = ClusterTask.extend({
+  placements: z
+    .array(z.object({ host: z.string(), schedule_time: z.string() }))
+    .meta({ description: 'the hosts whose topology names the task, with the time of the placement' }),
+}).meta({ id: 'ClusterTaskView' });
+export const ClusterTaskMap = z.record(z.string(), ClusterTaskView).meta({ id: 'ClusterTaskMap' });
+export const ClusterNodeMap = z
+  .record(z.string(), NodeReportSchema)
+  .meta({ id: 'ClusterNodeMap', description: 'node reports by host name' });
+export const ClusterTopology = z.record(z.string(), HostTopologySchema).meta({
+  id: 'ClusterTopology',
+  description: 'host name -> the entries [{app, schedule_time}] placed there',
+});
 
 /** POST /svc/app/run and /svc/app/syncrun body: a definition, or `{name}` to run a copy. */
 export const RunDefinition = z.record(z.string(), z.unknown()).meta({

@@ -1,4 +1,6 @@
 // What operations may use. Built once in daemon.ts; unit tests may pass twins.
+import type { ClusterApi } from '../cluster/cluster-api.ts';
+import type { ClusterNode } from '../cluster/cluster.ts';
 import type { DaemonConfig } from '../config/config.ts';
 import type { HostConfigStore } from '../config/host-config-store.ts';
 import type { PolicyStore } from '../auth/policy-store.ts';
@@ -20,6 +22,10 @@ export interface Services {
   logger: Logger;
   /** svcd's Prometheus registry (metrics/), absent in unit-test twins. */
   metrics?: { render(): Promise<{ contentType: string; text: string }> };
+  /** This node's cluster membership (registry session, report); absent when stand-alone. */
+  cluster?: ClusterNode;
+  /** Cluster mode: the registry as the /svc/cluster/* operations use it; undefined stand-alone. */
+  clusterApi?: ClusterApi;
   /** Base URL of this daemon's REST listener, for discovery documents. */
   restBaseUrl(): string;
 }

@@ -4,7 +4,13 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { SvcError } from '@svc/protocol';
-import { PolicyFileError, PolicyStore } from './policy-store.ts';
+import {
+  PolicyFileError,
+  PolicyStore,
+  checkPolicyRecords,
+  type PolicyAuthority,
+  type PolicyDocument,
+} from './policy-store.ts';
 
 let dir: string;
 let file: string;
@@ -386,5 +392,172 @@ describe('onTombstone', () => {
     stop();
     await store.tombstone('someone');
     expect(seen).toEqual(['guest', 'admin']);
+  });
+});
+
+/** The registry's in-memory twin: one document, changed atomically; can be made unreachable. */
+function memoryAuthority(initial: PolicyDocument = { roles: {}, principals: {} }): PolicyAuthority & {
+  document: PolicyDocument;
+  down: boolean;
+  commits: number;
+} {
+  const twin = {
+    document: initial,
+    down: false,
+    commits: 0,
+    update(
+      change: (current: PolicyDocument) => PolicyDocument | undefined,
+    ): Promise<PolicyDocument | undefined> {
+      if (twin.down) return Promise.reject(new SvcError('unavailable', 'registry down'));
+      const next = change(structuredClone(twin.document));
+      if (next === undefined) return Promise.resolve(undefined);
+      twin.document = next;
+      twin.commits++;
+      return Promise.resolve(next);
+    },
+  };
+  return twin;
+}
+
+describe('PolicyStore with a shared authority (cluster mode)', () => {
+  it('commits changes to the authority, enforces and caches what it committed', async () => {
+    const store = await PolicyStore.open(file, { seed: SEED });
+    const authority = memoryAuthority({
+      roles: { ops: ['app-view'] },
+      principals: { zed: { roles: ['ops'], status: 'active' } },
+    });
+    store.useAuthority(authority);
+    await store.setPrincipal('amy', { roles: ['ops'] });
+    // The change was decided on the shared policy (role ops exists there, not in the file).
+    expect(authority.document.principals['amy']).toEqual({ roles: ['ops'], status: 'active' });
+    expect(authority.document.principals['zed']).toBeDefined();
+    expect(store.getPrincipal('zed')?.roles).toEqual(['ops']);
+    expect((await onDisk()).principals['amy']).toEqual({ roles: ['ops'], status: 'active' });
+    // The file's seed principals are not in the shared policy until addSeedPrincipals.
+    expect(authority.document.principals['admin']).toBeUndefined();
+    await store.addSeedPrincipals();
+    expect(authority.document.principals['admin']).toEqual({ roles: ['svc-admin'], status: 'active' });
+    const before = authority.commits;
+    await store.addSeedPrincipals();
+    expect(authority.commits).toBe(before);
+  });
+
+  it('adopts a document: enforced at once, tombstone listeners run, cached; the same document again changes nothing', async () => {
+    const store = await PolicyStore.open(file, { seed: SEED });
+    store.useAuthority(memoryAuthority());
+    const tombstoned: string[] = [];
+    store.onTombstone((id) => tombstoned.push(id));
+    const document: PolicyDocument = {
+      roles: { ops: ['app-view'] },
+      principals: {
+        admin: { roles: ['svc-admin'], status: 'tombstoned' },
+        bo: { roles: ['ops'], status: 'active' },
+      },
+    };
+    await store.adopt(document);
+    expect(tombstoned).toEqual(['admin']);
+    expect((await store.resolve('admin', 0)).permissions.size).toBe(0);
+    expect(store.permissionsOf(['ops']).has('app-view')).toBe(true);
+    expect(store.getPrincipal('guest')).toBeUndefined();
+    expect((await onDisk()).principals['bo']).toEqual({ roles: ['ops'], status: 'active' });
+    const mtime = (await stat(file)).mtimeMs;
+    await store.adopt(structuredClone(document));
+    expect((await stat(file)).mtimeMs).toBe(mtime);
+    expect(tombstoned).toEqual(['admin']);
+  });
+
+  it('reads an adopted policy only after its own earlier changes are committed (no flicker back)', async () => {
+    const store = await PolicyStore.open(file, { seed: SEED });
+    const authority = memoryAuthority();
+    store.useAuthority(authority);
+    let readAt: number | undefined;
+    const change = store.setRole('ops', ['app-view']);
+    const adopted = store.adopt(() => {
+      readAt = authority.commits;
+      return Promise.resolve(structuredClone(authority.document));
+    });
+    await Promise.all([change, adopted]);
+    expect(readAt).toBe(1);
+    expect(store.listRoles()['ops']).toEqual(['app-view']);
+  });
+
+  it('with the registry unreachable: writes fail unavailable, known principals keep working, a new one gets no role', async () => {
+    const store = await PolicyStore.open(file, { seed: SEED });
+    const authority = memoryAuthority();
+    store.useAuthority(authority);
+    authority.down = true;
+    await expect(store.setRole('ops', ['app-view'])).rejects.toMatchObject({ code: 'unavailable' });
+    expect((await store.resolve('admin', 0)).permissions.has('app-reg')).toBe(true);
+    const stranger = await store.resolve('stranger', 0);
+    expect(stranger.permissions.size).toBe(0);
+    expect(store.getPrincipal('stranger')).toBeUndefined();
+  });
+
+  it('a failed cache write does not fail a committed change (it is logged)', async () => {
+    let fail = false;
+    const store = await PolicyStore.open(file, {
+      seed: SEED,
+      writeFile: async (path, data, mode) => {
+        if (fail) throw new Error('ENOSPC: no space left on device');
+        await writeFile(path, data, { mode });
+      },
+    });
+    const warnings: string[] = [];
+    const authority = memoryAuthority();
+    store.useAuthority(authority, { warn: (message) => warnings.push(message) });
+    fail = true;
+    await store.setRole('ops', ['app-view']);
+    expect(authority.document.roles['ops']).toEqual(['app-view']);
+    expect(store.listRoles()['ops']).toEqual(['app-view']);
+    expect(warnings).toEqual(['policy cache file not written']);
+  });
+
+  it('shares a local edit of the file with the next change, record by record', async () => {
+    const store = await PolicyStore.open(file, { seed: SEED });
+    const authority = memoryAuthority({ roles: {}, principals: { other: { roles: [], status: 'active' } } });
+    store.useAuthority(authority);
+    await store.adopt(authority.document);
+    const text = await readFile(file, 'utf8');
+    await writeFile(file, text.replace('principals:\n', 'principals:\n  edited: { roles: [svc-viewer] }\n'));
+    await store.setRole('ops', ['app-view']);
+    expect(authority.document.principals['edited']).toEqual({ roles: ['svc-viewer'], status: 'active' });
+    expect(authority.document.principals['other']).toBeDefined();
+    expect(store.getPrincipal('edited')?.roles).toEqual(['svc-viewer']);
+  });
+});
+
+describe('PolicyStore with a shared authority: an invalid edit of the cache file', () => {
+  it('does not stop adopting the shared policy; the edit stays for its author and is reported', async () => {
+    const store = await PolicyStore.open(file, { seed: SEED });
+    const warnings: string[] = [];
+    store.useAuthority(memoryAuthority(), { warn: (message) => warnings.push(message) });
+    await writeFile(file, 'principals: [unclosed\n');
+    await store.adopt({ roles: {}, principals: { admin: { roles: ['svc-admin'], status: 'tombstoned' } } });
+    expect(store.getPrincipal('admin')?.status).toBe('tombstoned');
+    expect(await readFile(file, 'utf8')).toBe('principals: [unclosed\n');
+    expect(warnings).toEqual(['policy file edit not shared']);
+    await expect(store.setRole('ops', ['app-view'])).rejects.toMatchObject({ code: 'internal' });
+  });
+});
+
+describe('checkPolicyRecords (records from the registry)', () => {
+  it('keeps the valid records and reports each invalid one', () => {
+    const problems: string[] = [];
+    const document = checkPolicyRecords(
+      { ops: ['app-view', 'app-view'], 'svc-admin': ['app-view'], moon: ['fly'], 'bad name': [] },
+      {
+        ok: { roles: ['ops'] },
+        typo: { role: ['ops'] },
+        ghost: { roles: ['missing'], status: 'active' },
+        weird: { roles: [], status: 'deleted' },
+        'ctl\u0001': { roles: [] },
+        long: 'x',
+      },
+      (where, problem) => problems.push(`${where}: ${problem}`),
+    );
+    expect(document.roles).toEqual({ ops: ['app-view'] });
+    expect(Object.keys(document.principals).sort()).toEqual(['ghost', 'ok']);
+    expect(problems).toHaveLength(7);
+    expect(problems.join('\n')).toContain('roles.moon');
   });
 });

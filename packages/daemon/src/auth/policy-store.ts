@@ -15,13 +15,42 @@
 //   the change to a copy, write the copy atomically (temp + fsync + rename, mode 0600), and only
 //   then make it current. A failed write leaves memory and disk as they were.
 // - Reads (`resolve` of a known principal, `getPrincipal`, `listRoles`…) never wait for a write.
+// - Cluster mode (`useAuthority`, cluster/security-sync.ts): a change is decided on the shared
+//   policy and committed there (with any local edit of the file, record by record); the file is
+//   then only the node's cache, and `adopt` enforces what the registry holds at once.
 import { mkdir, readFile, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { BUILTIN_ROLES, SvcError, isPermission } from '@svc/protocol';
 import type { Permission } from '@svc/protocol';
-import { parse, stringify } from 'yaml';
 import { writeFileAtomic } from '../util/atomic-file.ts';
+import {
+  EXECUTION_USER_PATTERN,
+  PolicyFileError,
+  ROLE_NAME,
+  applyEdits,
+  copyState,
+  documentOf,
+  emptyState,
+  isBuiltinRole,
+  parsePolicy,
+  principalIdProblem,
+  roleExists,
+  serializePolicy,
+  stateOf,
+  type PolicyDocument,
+  type PolicyState,
+  type StoredRecord,
+} from './policy-document.ts';
 import type { Principal, PrincipalStatus } from './principal.ts';
+
+export {
+  EXECUTION_USER_PATTERN,
+  PolicyFileError,
+  checkPolicyRecords,
+  parsePolicy,
+  type PolicyDocument,
+  type PolicyDocumentPrincipal,
+} from './policy-document.ts';
 
 export interface PrincipalRecord {
   readonly id: string;
@@ -31,15 +60,6 @@ export interface PrincipalRecord {
   readonly execution_user?: string | undefined;
 }
 
-interface StoredRecord {
-  readonly roles: readonly string[];
-  readonly status: PrincipalStatus;
-  readonly execution_user?: string | undefined;
-}
-
-/** POSIX portable user names (useradd's default rule), at most 32 characters. */
-export const EXECUTION_USER_PATTERN = /^[A-Za-z_][A-Za-z0-9_.-]{0,31}$/;
-
 export interface PolicyStoreOptions {
   /** Principals to create when absent (never overriding or reviving an existing record): id → roles. */
   seed?: Record<string, readonly string[]> | undefined;
@@ -47,164 +67,24 @@ export interface PolicyStoreOptions {
   writeFile?: ((path: string, data: string, mode: number) => Promise<void>) | undefined;
 }
 
-/** The policy file is unreadable or invalid; the message names the file and the offending entry. */
-export class PolicyFileError extends Error {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = 'PolicyFileError';
-  }
-}
-
-interface PolicyState {
-  readonly principals: Map<string, StoredRecord>;
-  /** Custom roles only. */
-  readonly roles: Map<string, readonly Permission[]>;
-}
-
-const ROLE_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
-/**
- * Permission names of earlier svc releases in a stored custom role: `principal-view` is App Mesh
- * 3.0's `principal-list`; the `cluster-app-*` pair is gone (cluster endpoints use the application
- * permissions), so it grants nothing rather than something wider. Rewritten on the next save.
- */
-const LEGACY_PERMISSIONS: Readonly<Record<string, Permission | undefined>> = {
-  'principal-view': 'principal-list',
-  'cluster-app-view': undefined,
-  'cluster-app-reg': undefined,
-};
-const MAX_PRINCIPAL_ID_LENGTH = 256;
-// eslint-disable-next-line no-control-regex -- the point is to find control characters
-const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f]/;
 const EMPTY_PERMISSIONS: ReadonlySet<Permission> = new Set();
-const HEADER =
-  '# svc authorization policy (CONTRACT §8). svcd rewrites this file on every change;\n' +
-  '# edits made while svcd runs are adopted on its next change. Built-in roles are implicit.\n';
 
-function isBuiltinRole(name: string): name is keyof typeof BUILTIN_ROLES {
-  return Object.hasOwn(BUILTIN_ROLES, name);
-}
-
-function isPlainMap(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-/** Why `id` is not an acceptable principal id, or undefined. */
-function principalIdProblem(id: string): string | undefined {
-  if (id.length === 0) return 'principal id is empty';
-  if (id.length > MAX_PRINCIPAL_ID_LENGTH) return `principal id is longer than ${MAX_PRINCIPAL_ID_LENGTH}`;
-  if (CONTROL_CHARACTERS.test(id)) return 'principal id contains control characters';
-  return undefined;
-}
-
-function emptyState(): PolicyState {
-  return { principals: new Map(), roles: new Map() };
-}
-
-function copyState(state: PolicyState): PolicyState {
-  return { principals: new Map(state.principals), roles: new Map(state.roles) };
-}
-
-function roleExists(state: PolicyState, role: string): boolean {
-  return isBuiltinRole(role) || state.roles.has(role);
-}
-
-/** Parses and validates the file's text; throws PolicyFileError with a precise location. */
-export function parsePolicy(text: string, file: string): PolicyState {
-  const fail = (where: string, problem: string): never => {
-    throw new PolicyFileError(`${file}: ${where}: ${problem}`);
-  };
-  let document: unknown;
-  try {
-    document = parse(text, { uniqueKeys: true, maxAliasCount: 0 });
-  } catch (error) {
-    throw new PolicyFileError(`${file}: not valid YAML: ${(error as Error).message}`, { cause: error });
-  }
-  const state = emptyState();
-  if (document === null || document === undefined) return state;
-  if (!isPlainMap(document)) fail('top level', 'must be a map with the keys "principals" and "roles"');
-  const top = document as Record<string, unknown>;
-  for (const key of Object.keys(top)) {
-    if (key !== 'principals' && key !== 'roles') fail(key, 'unknown key (expected "principals" or "roles")');
-  }
-
-  const roles = top['roles'] ?? {};
-  if (!isPlainMap(roles)) fail('roles', 'must be a map of role name to a list of permissions');
-  for (const [name, permissions] of Object.entries(roles as Record<string, unknown>)) {
-    const where = `roles.${name}`;
-    if (isBuiltinRole(name)) fail(where, 'is a built-in role and cannot be redefined');
-    if (!ROLE_NAME.test(name)) fail(where, 'role names match ^[A-Za-z0-9_.-]{1,128}$');
-    if (!Array.isArray(permissions)) fail(where, 'must be a list of permissions');
-    const list: Permission[] = [];
-    for (const stored of permissions as unknown[]) {
-      const permission =
-        typeof stored === 'string' && Object.hasOwn(LEGACY_PERMISSIONS, stored)
-          ? LEGACY_PERMISSIONS[stored]
-          : stored;
-      if (permission === undefined) continue;
-      if (!isPermission(permission)) {
-        fail(where, `unknown permission ${JSON.stringify(permission)} (GET /svc/permissions lists them)`);
-      } else if (!list.includes(permission)) {
-        list.push(permission);
-      }
-    }
-    state.roles.set(name, list);
-  }
-
-  const principals = top['principals'] ?? {};
-  if (!isPlainMap(principals)) fail('principals', 'must be a map of principal id to {roles, status}');
-  for (const [id, record] of Object.entries(principals as Record<string, unknown>)) {
-    const where = `principals.${JSON.stringify(id)}`;
-    const idProblem = principalIdProblem(id);
-    if (idProblem !== undefined) fail(where, idProblem);
-    if (record !== null && !isPlainMap(record)) fail(where, 'must be a map with "roles" and "status"');
-    const fields = (record ?? {}) as Record<string, unknown>;
-    for (const key of Object.keys(fields)) {
-      if (key !== 'roles' && key !== 'status' && key !== 'execution_user')
-        fail(`${where}.${key}`, 'unknown key (expected "roles", "status" or "execution_user")');
-    }
-    const executionUser = fields['execution_user'] ?? undefined;
-    if (
-      executionUser !== undefined &&
-      (typeof executionUser !== 'string' || !EXECUTION_USER_PATTERN.test(executionUser))
-    )
-      fail(`${where}.execution_user`, 'must be an OS user name (^[A-Za-z_][A-Za-z0-9_.-]{0,31}$)');
-    const status = fields['status'] ?? 'active';
-    if (status !== 'active' && status !== 'tombstoned') {
-      fail(`${where}.status`, `must be "active" or "tombstoned", not ${JSON.stringify(status)}`);
-    }
-    const roleList = fields['roles'] ?? [];
-    if (!Array.isArray(roleList)) fail(`${where}.roles`, 'must be a list of role names');
-    const granted: string[] = [];
-    for (const role of roleList as unknown[]) {
-      if (typeof role !== 'string') fail(`${where}.roles`, `role ${JSON.stringify(role)} is not a string`);
-      const name = role as string;
-      // A tombstoned record keeps its roles for audit even after a custom role is deleted.
-      if (status === 'active' && !roleExists(state, name)) {
-        fail(`${where}.roles`, `unknown role ${JSON.stringify(name)} (neither built-in nor under "roles")`);
-      }
-      if (!granted.includes(name)) granted.push(name);
-    }
-    state.principals.set(id, {
-      roles: granted,
-      status: status as PrincipalStatus,
-      ...(executionUser === undefined ? {} : { execution_user: executionUser as string }),
-    });
-  }
-  return state;
-}
-
-function serializePolicy(state: PolicyState): string {
-  const byKey = <T>(map: Map<string, T>): [string, T][] =>
-    [...map].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  const principals: Record<string, { roles: string[]; status: PrincipalStatus; execution_user?: string }> =
-    {};
-  for (const [id, record] of byKey(state.principals)) {
-    principals[id] = { roles: [...record.roles], status: record.status };
-    if (record.execution_user !== undefined) principals[id].execution_user = record.execution_user;
-  }
-  const roles: Record<string, Permission[]> = {};
-  for (const [name, permissions] of byKey(state.roles)) roles[name] = [...permissions];
-  return HEADER + stringify({ principals, roles });
+/**
+ * The shared policy of a cluster (CONTRACT §9 `svc/security/…`). When a store has one, every
+ * change is made there — atomically, against the latest shared state, retried on a concurrent
+ * change — and the local file is only the node's cache of it.
+ */
+export interface PolicyAuthority {
+  /**
+   * Applies `change` to the latest shared policy and commits the result unless another node
+   * changed the policy meanwhile (then `change` runs again on the newer policy). `change` returns
+   * undefined for "nothing to change" (then nothing is written and update resolves undefined) and
+   * may throw (a SvcError reaches the caller). Resolves the committed policy. Rejects with
+   * SvcError `unavailable` when the registry cannot be reached, `conflict` after repeated races.
+   */
+  update(
+    change: (current: PolicyDocument) => PolicyDocument | undefined,
+  ): Promise<PolicyDocument | undefined>;
 }
 
 interface DiskStamp {
@@ -251,6 +131,11 @@ export class PolicyStore {
   readonly file: string;
   #state: PolicyState;
   #stamp: DiskStamp | undefined;
+  /** What the file held at `#stamp` (an edit of the file is its difference from this). */
+  #base: PolicyState;
+  #authority: PolicyAuthority | undefined;
+  #warn: (message: string, fields: Record<string, unknown>) => void = () => undefined;
+  readonly #seed: Readonly<Record<string, readonly string[]>>;
   #queue: Promise<unknown> = Promise.resolve();
   /** Permission sets by the role list's key; cleared whenever custom roles change. */
   #permissionSets = new Map<string, ReadonlySet<Permission>>();
@@ -267,6 +152,8 @@ export class PolicyStore {
     this.#writeFile = options.writeFile ?? writeFileAtomic;
     this.#state = state;
     this.#stamp = stamp;
+    this.#base = state;
+    this.#seed = options.seed ?? {};
   }
 
   /** Reads and validates the policy (absent = empty), adds missing seed principals, persists if needed. */
@@ -283,7 +170,7 @@ export class PolicyStore {
       state.principals.set(id, { roles: [...roles], status: 'active' });
       changed = true;
     }
-    const store = new PolicyStore(file, state, stamp, options);
+    const store = new PolicyStore(file, copyState(state), stamp, options);
     if (changed) {
       await mkdir(dirname(file), { recursive: true, mode: 0o700 });
       await store.#write(state);
@@ -299,11 +186,17 @@ export class PolicyStore {
     const known = this.#state.principals.get(principalId);
     if (known !== undefined) return this.#principal(principalId, known, expiresAt);
     checkPrincipalId(principalId);
-    await this.#mutate((draft) => {
-      if (draft.principals.has(principalId)) return false;
-      draft.principals.set(principalId, { roles: [], status: 'active' });
-      return true;
-    });
+    try {
+      await this.#mutate((draft) => {
+        if (draft.principals.has(principalId)) return false;
+        draft.principals.set(principalId, { roles: [], status: 'active' });
+        return true;
+      });
+    } catch (error) {
+      // Cluster mode with the registry out of reach: the new principal holds no role either way.
+      if (this.#authority === undefined || !(error instanceof SvcError)) throw error;
+      if (error.code !== 'unavailable' && error.code !== 'conflict') throw error;
+    }
     const record = this.#state.principals.get(principalId) ?? { roles: [], status: 'active' as const };
     return this.#principal(principalId, record, expiresAt);
   }
@@ -458,25 +351,115 @@ export class PolicyStore {
     };
   }
 
+  /** Cluster mode: from now on every change is made in `authority` and the file only caches it. */
+  useAuthority(
+    authority: PolicyAuthority,
+    options: { warn?: (message: string, fields: Record<string, unknown>) => void } = {},
+  ): void {
+    this.#authority = authority;
+    if (options.warn !== undefined) this.#warn = options.warn;
+  }
+
+  /** Adds this node's seed principals where absent (never overriding a record); for cluster mode. */
+  async addSeedPrincipals(): Promise<void> {
+    await this.#mutate((draft) => {
+      let changed = false;
+      for (const [id, roles] of Object.entries(this.#seed)) {
+        if (draft.principals.has(id) || !roles.every((role) => roleExists(draft, role))) continue;
+        draft.principals.set(id, { roles: [...roles], status: 'active' });
+        changed = true;
+      }
+      return changed;
+    });
+  }
+
+  /** The policy as a document (custom roles and every principal record). */
+  document(): PolicyDocument {
+    return documentOf(this.#state);
+  }
+
+  /**
+   * Cluster mode: the shared policy is now `source` (a document, or a function reading it). Enforced
+   * at once (tombstone listeners run), then written to the cache file. A local edit of the file not
+   * yet shared is shared first. A reader runs in turn with this store's own changes, so what it
+   * reads is never older than a change this store committed before (no flicker back).
+   */
+  adopt(source: PolicyDocument | (() => Promise<PolicyDocument>)): Promise<void> {
+    return this.#enqueue(async () => {
+      const authority = this.#authority;
+      // A local edit not shared yet is shared first; what that commits arrives as the next document.
+      let keepFile = false;
+      if (authority !== undefined && !sameStamp(await stampOf(this.file), this.#stamp)) {
+        try {
+          if (await this.#commitShared(authority, () => false)) return;
+        } catch (error) {
+          // E.g. an invalid edit: the shared policy is enforced all the same, the edit left for its author.
+          this.#warn('policy file edit not shared', { file: this.file, error: (error as Error).message });
+          keepFile = true;
+        }
+      }
+      const state = stateOf(typeof source === 'function' ? await source() : source);
+      if (serializePolicy(state) === serializePolicy(this.#state)) return;
+      this.#publish(state);
+      if (!keepFile) await this.#writeCache(state);
+    });
+  }
+
   /** One serialized change: adopt external edits, apply `change` to a copy, persist, then publish. */
   #mutate(change: (draft: PolicyState) => boolean): Promise<void> {
-    const step = this.#queue.then(async () => {
+    return this.#enqueue(async () => {
+      if (this.#authority !== undefined) {
+        await this.#commitShared(this.#authority, change);
+        return;
+      }
       await this.#adoptExternalEdits();
       const draft = copyState(this.#state);
       if (!change(draft)) return;
       await this.#write(draft);
       this.#publish(draft);
     });
+  }
+
+  #enqueue(run: () => Promise<void>): Promise<void> {
+    const step = this.#queue.then(run);
     this.#queue = step.catch(() => undefined);
     return step;
   }
 
-  async #adoptExternalEdits(): Promise<void> {
+  /**
+   * Cluster mode: applies the file's local edits (since it was last written) and `change` to the
+   * shared policy in one commit, then enforces and caches what was committed.
+   */
+  async #commitShared(authority: PolicyAuthority, change: (draft: PolicyState) => boolean): Promise<boolean> {
+    const edits = await this.#localEdits();
+    const committed = await authority.update((current) => {
+      const draft = stateOf(current);
+      const edited = edits !== undefined && applyEdits(draft, edits.base, edits.file);
+      return change(draft) || edited ? documentOf(draft) : undefined;
+    });
+    if (committed === undefined) {
+      if (edits !== undefined) {
+        this.#stamp = edits.stamp;
+        this.#base = edits.file;
+      }
+      return false;
+    }
+    const state = stateOf(committed);
+    this.#publish(state);
+    await this.#writeCache(state);
+    return true;
+  }
+
+  /** The file as edited by someone else since our last write, or undefined. */
+  async #localEdits(): Promise<{ stamp: DiskStamp; file: PolicyState; base: PolicyState } | undefined> {
     const stamp = await stampOf(this.file);
-    if (stamp === undefined || sameStamp(stamp, this.#stamp)) return;
-    let state: PolicyState;
+    if (stamp === undefined || sameStamp(stamp, this.#stamp)) return undefined;
+    return { stamp, file: await this.#readEdited(), base: this.#base };
+  }
+
+  async #readEdited(): Promise<PolicyState> {
     try {
-      ({ state } = await readPolicy(this.file));
+      return (await readPolicy(this.file)).state;
     } catch (error) {
       // Refuse to overwrite an operator's (broken) edit; known principals keep working meanwhile.
       throw new SvcError(
@@ -487,8 +470,24 @@ export class PolicyStore {
         },
       );
     }
+  }
+
+  /** The cache write of cluster mode: the change is committed already, so a failure is only logged. */
+  async #writeCache(state: PolicyState): Promise<void> {
+    try {
+      await this.#write(state);
+    } catch (error) {
+      this.#warn('policy cache file not written', { file: this.file, error: (error as Error).message });
+    }
+  }
+
+  async #adoptExternalEdits(): Promise<void> {
+    const stamp = await stampOf(this.file);
+    if (stamp === undefined || sameStamp(stamp, this.#stamp)) return;
+    const state = await this.#readEdited();
     this.#publish(state);
     this.#stamp = stamp;
+    this.#base = state;
   }
 
   /**
@@ -513,5 +512,6 @@ export class PolicyStore {
   async #write(state: PolicyState): Promise<void> {
     await this.#writeFile(this.file, serializePolicy(state), 0o600);
     this.#stamp = await stampOf(this.file);
+    this.#base = state;
   }
 }

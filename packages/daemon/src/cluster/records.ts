@@ -19,6 +19,17 @@ export const KEYS = {
   servicePrefix: (app: string): string => `svc/services/${app}/`,
   service: (app: string, host: string): string => `svc/services/${app}/${host}`,
   securityPrefix: 'svc/security/',
+  /** Changed by every write of the shared policy; writers compare its mod_revision (no lost update). */
+  securityVersion: 'svc/security/version',
+  securityRolesPrefix: 'svc/security/roles/',
+  /** A custom role: JSON array of permissions. */
+  securityRole: (name: string): string => `svc/security/roles/${name}`,
+  securityPrincipalsPrefix: 'svc/security/principals/',
+  /** A principal record: JSON `{roles, status, execution_user?}`; the id is the rest of the key, as is. */
+  securityPrincipal: (id: string): string => `svc/security/principals/${id}`,
+  /** Where a node's TCP API listens (X-Target-Host to a registered node), on the node's lease. */
+  endpointsPrefix: 'svc/cluster/endpoints/',
+  endpoint: (host: string): string => `svc/cluster/endpoints/${host}`,
 } as const;
 
 /** The last path segment of a key under `prefix` (a host or app name), or undefined. */
@@ -70,6 +81,17 @@ export const ServiceRecordSchema = z.object({
   health_url: z.string(),
 });
 export type ServiceRecord = z.infer<typeof ServiceRecordSchema>;
+
+/**
+ * A node's TCP API address under `svc/cluster/endpoints/<host_name>` on its lease: the node report
+ * keeps exactly the spec's fields, and its `svc` (the HTTPS address) does not say the TCP port that
+ * `X-Target-Host` forwarding connects to.
+ */
+export const NodeEndpointSchema = z.object({
+  tcp_host: z.string().min(1).max(253),
+  tcp_port: z.number().int().min(1).max(65_535),
+});
+export type NodeEndpoint = z.infer<typeof NodeEndpointSchema>;
 
 /** Parses a registry value as JSON of the given shape; undefined for anything else (never throws). */
 export function parseRecord<T>(

@@ -129,7 +129,7 @@ export const configSchema = z
         Url: z.string().max(4096).nullable(),
         SessionTTL: z.number().int().min(1).max(86_400),
         EnableRegistrySecurity: z.boolean(),
-        SvcProxyUrl: z.string().max(4096),
+        SvcProxyUrl: z.string().max(4096).nullable(),
         SSL: tlsFiles.nullable(),
       })
       .partial()

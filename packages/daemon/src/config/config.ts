@@ -12,6 +12,7 @@ import {
   parseConfigFileDocument,
   type ConfigDocument,
 } from './config-schema.ts';
+import { clusterConfigOf, type ClusterConfig } from './registry-config.ts';
 
 /** Defined by the bundle build (build/build.js): the path from the bundle's directory to the root. */
 declare const SVC_INSTALL_ROOT_FROM_MODULE: string | undefined;
@@ -64,6 +65,8 @@ export interface DaemonConfig {
   /** Extra CA file (PEM) trusted for forward targets, besides this daemon's own CA. */
   forwardCaFile: string | undefined;
   registryUrl: string | undefined;
+  /** Cluster mode (SVC_REGISTRY_URL or Registry.Url set), read at start; undefined = stand-alone. */
+  cluster: ClusterConfig | undefined;
   /** The Registry section besides `Url` (cluster mode; read at start). */
   registry: Omit<NonNullable<ConfigDocument['Registry']>, 'Url'>;
   /** BaseConfig.Description: free text shown in GET /svc/config. */
@@ -223,10 +226,12 @@ export async function loadConfig(env: NodeJS.ProcessEnv = process.env): Promise<
   const forwardEnv = env['SVC_FORWARD_TARGETS'];
   const metricsPort = envPort(env, 'SVC_METRICS_PORT') ?? r.MetricsPort ?? undefined;
   const { Url: registryFileUrl, ...registry } = doc.Registry ?? {};
-  const registryUrl = (env['SVC_REGISTRY_URL'] || registryFileUrl) ?? undefined;
-  if (registryUrl !== undefined)
+  const cluster = clusterConfigOf(home, doc.Registry ?? {}, env, (message) => new ConfigError(message));
+  const registryUrl = cluster === undefined ? (registryFileUrl ?? undefined) : cluster.urls.join(',');
+  const hostName = (env['SVC_HOST_NAME'] || b.HostName) ?? hostname();
+  if (cluster !== undefined && !/^[A-Za-z0-9_.-]{1,253}$/.test(hostName))
     throw new ConfigError(
-      `${env['SVC_REGISTRY_URL'] ? 'SVC_REGISTRY_URL' : 'Registry.Url in config.yaml'} is set, but cluster mode is not available in this version: unset it to run stand-alone`,
+      'host name: cluster mode needs letters, digits, "_", "." or "-" only (it names registry keys); set SVC_HOST_NAME',
     );
   const systemAppsEnv = env['SVC_SYSTEM_APPS_DIR'];
   return {
@@ -238,7 +243,7 @@ export async function loadConfig(env: NodeJS.ProcessEnv = process.env): Promise<
     tcpPort: envPort(env, 'SVC_TCP_PORT') ?? r.TcpPort ?? 6059,
     agentPort: envPort(env, 'SVC_AGENT_PORT') ?? r.AgentPort ?? 6060,
     metricsPort,
-    hostName: (env['SVC_HOST_NAME'] || b.HostName) ?? hostname(),
+    hostName,
     authMode,
     oidcIssuer: oidcIssuer.replace(/\/+$/, ''),
     oidcAudience: (env['SVC_OIDC_AUDIENCE'] || a.Audience) ?? 'svc-api',
@@ -254,8 +259,9 @@ export async function loadConfig(env: NodeJS.ProcessEnv = process.env): Promise<
             .filter(Boolean)
         : (r.ForwardTargets ?? []),
     forwardCaFile: ((f) => (f ? resolve(home, f) : undefined))(env['SVC_FORWARD_CA_FILE'] || r.ForwardCaFile),
-    registryUrl,
+    registryUrl: registryUrl || undefined,
     registry,
+    cluster,
     description: b.Description ?? '',
     defaultExecUser: b.DefaultExecUser || undefined,
     disableExecUser: b.DisableExecUser ?? false,

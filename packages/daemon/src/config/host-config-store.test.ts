@@ -98,3 +98,33 @@ describe('HostConfigStore.update', () => {
     expect(await overrides()).toEqual({ Labels: { b: '2', c: '3' }, BaseConfig: { Description: 'x' } });
   });
 });
+
+describe('HostConfigStore and the Registry section', () => {
+  it('accepts a valid registry (restart required) and refuses one the next start would refuse', async () => {
+    const result = await store.update({ Registry: { Url: 'http://127.0.0.1:2379', SessionTTL: 5 } });
+    expect(result.restart_required).toEqual(expect.arrayContaining(['Registry.Url', 'Registry.SessionTTL']));
+    expect(config.cluster).toBeUndefined(); // read at start only
+    for (const Registry of [
+      { Url: 'ftp://127.0.0.1:1' },
+      { Url: 'http://root:hunter2@127.0.0.1:1' },
+      { Url: 'http://127.0.0.1:1', SessionTTL: 1 },
+      { Url: 'http://127.0.0.1:1', SSL: { CaFile: 'ca.pem' } },
+    ]) {
+      const refused = await store.update({ Registry }).catch((error: unknown) => error);
+      expect(refused).toBeInstanceOf(SvcError);
+      expect((refused as SvcError).message).toMatch(/^Registry\./);
+      expect((refused as SvcError).message).not.toContain('hunter2');
+    }
+  });
+
+  it('tells label listeners about PUT/DELETE label and POST config label changes', async () => {
+    const seen: Record<string, string>[] = [];
+    const off = store.onLabels((labels) => seen.push({ ...labels }));
+    await store.setLabel('zone', 'east');
+    await store.update({ Labels: { rack: 'r1' } });
+    await store.deleteLabel('zone');
+    off();
+    await store.setLabel('late', 'x');
+    expect(seen).toEqual([{ zone: 'east' }, { zone: 'east', rack: 'r1' }, { rack: 'r1' }]);
+  });
+});

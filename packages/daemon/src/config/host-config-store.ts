@@ -13,6 +13,7 @@ import { SvcError } from '@svc/protocol';
 import type { LogLevel } from '../log/logger.ts';
 import { writeFileAtomic } from '../util/atomic-file.ts';
 import { readConfigFile, type DaemonConfig } from './config.ts';
+import { clusterConfigOf } from './registry-config.ts';
 import {
   ConfigDocumentError,
   isFlatDocument,
@@ -66,6 +67,7 @@ export class HostConfigStore {
   readonly #effects: HostConfigEffects;
   #overrides: ConfigDocument;
   #queue: Promise<unknown> = Promise.resolve();
+  readonly #labelListeners = new Set<(labels: Readonly<Record<string, string>>) => void>();
 
   private constructor(
     file: string,
@@ -89,6 +91,16 @@ export class HostConfigStore {
 
   get labels(): Readonly<Record<string, string>> {
     return this.#config.labels;
+  }
+
+  /** Called after the labels changed (PUT/DELETE /svc/label, POST /svc/config); returns the unsubscribe. */
+  onLabels(listener: (labels: Readonly<Record<string, string>>) => void): () => void {
+    this.#labelListeners.add(listener);
+    return () => this.#labelListeners.delete(listener);
+  }
+
+  #labelsChanged(): void {
+    for (const listener of this.#labelListeners) listener(this.#config.labels);
   }
 
   /** The configuration the daemon runs with, as the sectioned document (no secrets live in it). */
@@ -153,6 +165,7 @@ export class HostConfigStore {
       const labels = { ...this.#config.labels, [key]: value };
       await this.#persist({ ...this.#overrides, Labels: labels });
       this.#config.labels = labels;
+      this.#labelsChanged();
       return labels;
     });
   }
@@ -164,6 +177,7 @@ export class HostConfigStore {
       delete labels[key];
       await this.#persist({ ...this.#overrides, Labels: labels });
       this.#config.labels = labels;
+      this.#labelsChanged();
       return labels;
     });
   }
@@ -212,11 +226,18 @@ export class HostConfigStore {
     const ssl = next.REST?.SSL;
     if (ssl != null && (ssl.CertFile === undefined || ssl.KeyFile === undefined))
       throw new SvcError('bad_request', 'REST.SSL: CertFile and KeyFile are both required');
-    if (typeof next.Registry?.Url === 'string' && next.Registry.Url !== '')
-      throw new SvcError(
-        'bad_request',
-        'Registry.Url: cluster mode is not available in this version (the daemon would not start)',
-      );
+    if (next.Registry !== undefined)
+      try {
+        clusterConfigOf(
+          this.#config.home,
+          next.Registry,
+          {},
+          (message) => new SvcError('bad_request', message),
+        );
+      } catch (error) {
+        if (error instanceof SvcError) throw error;
+        throw new SvcError('bad_request', 'Registry: not a valid cluster configuration');
+      }
     if (next.Auth?.Mode === 'external' && next.Auth.Issuer === undefined)
       throw new SvcError('bad_request', 'Auth: external mode needs Auth.Issuer');
   }
@@ -237,7 +258,10 @@ export class HostConfigStore {
       applyTimezone(base.PosixTimezone);
     }
     if (change.REST?.ForwardTargets !== undefined) c.forwardTargets = change.REST.ForwardTargets;
-    if (change.Labels !== undefined) c.labels = change.Labels;
+    if (change.Labels !== undefined) {
+      c.labels = change.Labels;
+      this.#labelsChanged();
+    }
   }
 
   /** Runs `change` after every change queued before it (read, validate, write, apply as one step). */

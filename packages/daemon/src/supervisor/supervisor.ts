@@ -5,32 +5,31 @@
 // spawn; nothing on it is O(number of apps). Mutations of one app are serialized through a
 // per-app promise chain; different apps never wait for each other.
 import { createHmac, createSecretKey, timingSafeEqual } from 'node:crypto';
-import { closeSync, existsSync, mkdirSync } from 'node:fs';
+import { closeSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { pid as daemonPid } from 'node:process';
 import { SvcError } from '@svc/protocol';
 import type { Logger } from '../log/logger.ts';
-import { daemonUser, lookupOsUser, userEnv, type OsIdentity } from '../util/os-user.ts';
+import { lookupOsUser, userEnv, type OsIdentity } from '../util/os-user.ts';
 import type { AppDefinition } from '../model/app-definition.ts';
-import { othersAccess, parseAppDefinition, toPublicView } from '../model/app-definition.ts';
+import { othersAccess, parseAppDefinition } from '../model/app-definition.ts';
 import type { SecretCrypter } from '../model/secret-crypter.ts';
 import { AppStore, refuseReservedName } from './app-store.ts';
+import { appView, type AppViewContext } from './app-view.ts';
+import { recoverOrphans } from './orphan-recovery.ts';
+import { createClusterApps, type ClusterApps } from './cluster-apps.ts';
+import {
+  loadStartupDefinitions,
+  refuseForeignChange,
+  startupSource,
+  type DefinitionSource,
+} from './definition-sources.ts';
 import { findDependencyCycle, unmetDependencies } from './dependencies.ts';
 import { HealthChecker } from './health.ts';
 import { AppLifecycle } from './lifecycle.ts';
 import type { Clock, LifecycleHost, RunningProcess } from './lifecycle.ts';
 import { OutputStore } from './output-store.ts';
-import {
-  CLOCK_TICKS,
-  countOpenFds,
-  isSameProcess,
-  readGroupUsage,
-  readProcStat,
-  readProcessUid,
-  userName,
-} from './proc-stats.ts';
-import { environHasUuid, outputTargets, scanClaimingProcesses } from './orphans.ts';
-import type { ClaimingProcess } from './orphans.ts';
+import { isSameProcess, readProcStat } from './proc-stats.ts';
 import { createProcessRunner } from './process-runner.ts';
 import type { ProcessRunner } from './process-runner.ts';
 import { probeResourceLimiter } from './resource-limit.ts';
@@ -88,6 +87,11 @@ export interface SupervisorOptions {
   cgroupRoot?: string;
   /** Period of the liveness poll of adopted processes (default 250 ms). */
   adoptedPollMs?: number;
+  /**
+   * Cluster mode: the peer services' variables (`SVC_SERVICE_<APP>_ADDR`) added to the environment
+   * of every non-system process at its start (cluster/services.ts).
+   */
+  peerEnvironment?: () => Record<string, string>;
 }
 
 export interface Supervisor extends SupervisorApi {
@@ -96,12 +100,13 @@ export interface Supervisor extends SupervisorApi {
   verifyProcessKey(name: string, key: string): 'ok' | 'superseded' | 'unknown';
   /** Lifecycle state of an app (tests, diagnostics). */
   state(name: string): string | undefined;
+  /** The cluster source of definitions: what the cluster worker applies and withdraws. */
+  cluster: ClusterApps;
 }
 
 const DEFAULT_STOP_GRACE_MS = 5_000;
 const DEFAULT_HEALTH_INTERVAL_MS = 10_000;
 const DEFAULT_ADOPTED_POLL_MS = 250;
-const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 function realClock(now: () => number): Clock {
   return {
@@ -139,10 +144,6 @@ function definitionName(definition: unknown): string | undefined {
   return typeof name === 'string' ? name : undefined;
 }
 
-/** Times in the app view are epoch seconds (App Mesh 3.0). */
-const epochSeconds = (ms: number | undefined): number | undefined =>
-  ms === undefined ? undefined : Math.floor(ms / 1000);
-
 export async function createSupervisor(options: SupervisorOptions): Promise<Supervisor> {
   const logger = options.logger.child({ component: 'supervisor' });
   const now = options.now ?? Date.now;
@@ -168,6 +169,8 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
   const keyOf = (uuid: string): string => createHmac('sha256', secret).update(uuid).digest('hex');
 
   const apps = new Map<string, AppLifecycle>();
+  /** Source of every app's definition (definition-sources.ts). */
+  const sources = new Map<string, DefinitionSource>();
   const limitStatus = new Map<string, string>();
   const cpuSamples = new Map<string, { ticks: number; at: number; uuid: string }>();
   const listeners = new Set<(event: SupervisorEvent) => void>();
@@ -287,13 +290,15 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
     emit({ type: 'REMOVED', app: app.name });
     app.markRemoved();
     apps.delete(app.name);
+    const source = sources.get(app.name);
+    sources.delete(app.name);
     health.untrack(app.name);
     limiter.release(app.name);
     limitStatus.delete(app.name);
     cpuSamples.delete(app.name);
     adopted.delete(app);
     output.remove(app.name);
-    if (!app.def.system && deleteFile) await store.delete(app.name);
+    if (source === 'local' && deleteFile) await store.delete(app.name);
     snapshot.schedule();
   };
 
@@ -348,6 +353,8 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
       env['SVC_APPLICATION_NAME'] = app.name;
       env['SVC_LAUNCH_TIME'] = new Date(now()).toISOString();
       env['SVC_DAEMON_URL'] = options.daemonUrl;
+      if (!app.def.system && options.peerEnvironment !== undefined)
+        Object.assign(env, options.peerEnvironment());
       const fd = output.openForProcess(app.name, processUuid, app.def.stdout_backup_count);
       // The child holds its own copy of the fd once spawned; ours is closed right after.
       queueMicrotask(() => closeSync(fd));
@@ -412,74 +419,86 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
   };
 
   /**
-   * The app view. `usage` adds memory/cpu of the process group (read from /proc, bounded): only for
-   * get/list, not for the answer of a mutation (register, enable...), which stays off /proc.
+   * Starts a new app, or replaces the definition of `existing` (stopped first). A local definition
+   * is written durably (concurrently with the spawn of a new app, before the spawn of a
+   * replacement) and the call returns only after both; a cluster definition is not stored here.
    */
-  const view = (app: AppLifecycle, usage = true): AppView => {
-    const v = toPublicView(app.def) as AppView;
-    const r = app.runtime;
-    const p = app.process;
-    v['state'] = app.state;
-    if (p !== undefined) {
-      v['pid'] = p.pid;
-      // The user svc started it as; for other processes /proc below (with usage) is exact.
-      v['pid_user'] = p.user ?? daemonUser();
-      v['process_uuid'] = p.processUuid;
-      if (p.external === true) {
-        v['adopted'] = true;
-        v['output_captured'] = false;
+  const install = async (
+    def: AppDefinition,
+    existing: AppLifecycle | undefined,
+    source: 'local' | 'cluster',
+  ): Promise<AppView> => {
+    // The durable write runs while the process is spawned; the call returns only after both,
+    // so an acknowledged definition is never lost. If the write fails, the start is undone.
+    const saved = source === 'local' ? store.save(def) : Promise.resolve();
+    saved.catch(() => undefined); // awaited below, possibly after a stop: never "unhandled"
+    if (existing === undefined) {
+      const app = new AppLifecycle(def, host);
+      apps.set(def.name, app);
+      sources.set(def.name, source);
+      output.restore(def.name, undefined);
+      app.decide();
+      try {
+        await saved;
+      } catch (error) {
+        await removeNow(app, false);
+        throw error;
       }
-      const group = usage ? readGroupUsage(p.pid) : undefined;
-      if (usage) {
-        // A process svc started as an execution user is that user (setpriv may not have switched
-        // yet in the first instants, /proc would say root); others are read from /proc.
-        const uid = p.user === undefined ? readProcessUid(p.pid) : undefined;
-        if (uid !== undefined) v['pid_user'] = userName(uid);
-        const fds = countOpenFds(p.pid);
-        if (fds !== undefined) v['fd'] = fds;
-      }
-      if (group !== undefined) {
-        v['memory'] = group.rssBytes;
-        v['processes'] = group.processes;
-        v['pstree'] = group.tree;
-        // cpu: percent of one core since the previous view of this process (or since its start).
-        const t = now();
-        const previous = cpuSamples.get(app.name);
-        const fresh = previous === undefined || previous.uuid !== p.processUuid;
-        if (fresh && p.adopted) {
-          v['cpu'] = 0; // ticks before the adoption are not this supervision's to average
-        } else {
-          const base = fresh ? { ticks: 0, at: p.startedAt } : previous;
-          const elapsed = Math.max(1, t - base.at);
-          const ticks = Math.max(0, group.cpuTicks - base.ticks);
-          v['cpu'] = Math.round((ticks / CLOCK_TICKS / (elapsed / 1000)) * 10000) / 100;
-        }
-        cpuSamples.set(app.name, { ticks: group.cpuTicks, at: t, uuid: p.processUuid });
-      }
-    } else if (r.uuids[0] !== undefined) {
-      v['process_uuid'] = r.uuids[0];
+      return view(app, false);
     }
-    if (r.returnCode !== undefined) v['return_code'] = r.returnCode;
-    else if (r.lastExitAt !== undefined) v['return_code'] = null;
-    v['health'] = app.computeHealth();
-    v['starts'] = r.starts;
-    const set = (key: string, value: string | number | undefined): void => {
-      if (value !== undefined) v[key] = value;
-    };
-    set('last_start_time', epochSeconds(r.lastStartAt));
-    set('last_exit_time', epochSeconds(r.lastExitAt));
-    set('next_start_time', epochSeconds(app.nextStartAt));
-    set('last_error', r.lastError);
-    v['stdout_file_count'] = output.cacheSize(app.name);
-    if (app.state === 'waiting' && app.waitingFor !== undefined) v['waiting_for'] = [...app.waitingFor];
-    if (app.def.owner_principal_id !== undefined) v['owner_display_name'] = app.def.owner_principal_id;
-    if (app.def.resource_limit !== undefined) {
-      v['resource_limit_status'] =
-        limitStatus.get(app.name) ?? (limiter.status === 'supported' ? 'not applied yet' : limiter.status);
+    await existing.stop('replace');
+    // Unlike a new registration, a replacement spawns only once its definition is durable: a
+    // crash in between would otherwise leave the next daemon adopting (by its environment) a
+    // process of the unacknowledged definition while supervising it with the previous one.
+    try {
+      await saved;
+    } catch (error) {
+      // Not stored: the previous definition (still on disk) runs again.
+      existing.resetForRun();
+      existing.decide();
+      snapshot.schedule();
+      throw error;
     }
-    if (app.transient !== undefined) v['transient'] = true;
-    return v;
+    existing.def = def;
+    existing.transient = undefined;
+    existing.resetForRun();
+    limitStatus.delete(def.name);
+    existing.decide();
+    snapshot.schedule();
+    return view(existing, false);
   };
+
+  const clusterApps = createClusterApps({
+    logger,
+    now,
+    sourceOf: (name) => sources.get(name),
+    install: (def) =>
+      serial(def.name, async () => {
+        const existing = apps.get(def.name);
+        if (existing !== undefined && sources.get(def.name) !== 'cluster') return 'conflict';
+        await install(def, existing, 'cluster');
+        return existing === undefined ? 'started' : 'replaced';
+      }),
+    remove: (name) =>
+      serial(name, async () => {
+        const app = apps.get(name);
+        if (app === undefined || sources.get(name) !== 'cluster') return false;
+        await removeNow(app);
+        return true;
+      }),
+  });
+
+  const viewContext: AppViewContext = {
+    now,
+    output,
+    limiter,
+    limitStatus,
+    cpuSamples,
+    sourceOf: (name) => sources.get(name),
+    conflictOf: (name) => clusterApps.conflict(name),
+  };
+  /** The app view (app-view.ts); `usage` reads /proc (get/list only, never a mutation's answer). */
+  const view = (app: AppLifecycle, usage = true): AppView => appView(app, viewContext, usage);
 
   /**
    * Register `def` by adopting the running process `def.pid` instead of spawning (CONTRACT §7).
@@ -517,6 +536,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
     if (app === undefined) {
       app = new AppLifecycle(def, host);
       apps.set(def.name, app);
+      sources.set(def.name, 'local');
       output.restore(def.name, undefined);
     } else {
       await app.stop('replace');
@@ -540,13 +560,6 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
     if (app === undefined) throw new SvcError('app_not_found', `no application named ${name}`);
     return app;
   };
-  const notSystem = (app: AppLifecycle, what: string): void => {
-    if (app.def.system)
-      throw new SvcError(
-        'system_app',
-        `${app.name} is a system application and cannot be ${what} through the API`,
-      );
-  };
 
   /**
    * `enable` of a system application (only svc-admin sees one). One that is enabled but not running
@@ -569,180 +582,13 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
     return view(app, false);
   };
 
-  /** The process key `key` was derived from `uuid` by this installation's secret. */
-  const keyVerifies = (uuid: string, key: string): boolean =>
-    UUID_PATTERN.test(uuid) &&
-    /^[0-9a-f]{64}$/.test(key) &&
-    timingSafeEqual(Buffer.from(key, 'hex'), Buffer.from(keyOf(uuid), 'hex'));
-
-  /** SIGTERM to the group, SIGKILL after the grace unless it is gone (or its pid reused). */
-  const stopStray = (claim: ClaimingProcess, what: 'duplicate' | 'stray', why: string): void => {
-    logger.warn(`stopping a ${what} process of ${claim.app} (deliberate stop): ${why}`, {
-      app: claim.app,
-      pid: claim.pid,
-      processUuid: claim.processUuid,
-    });
-    runner.killGroup(claim.pid, 'SIGTERM');
-    const timer = setTimeout(() => {
-      if (isSameProcess(claim.pid, claim.startTicks)) runner.killGroup(claim.pid, 'SIGKILL');
-    }, options.stopGraceMs ?? DEFAULT_STOP_GRACE_MS);
-    timer.unref();
-  };
-
-  /**
-   * Orphan recovery, at start-up, after the snapshot's re-attachments and before any app is started:
-   * a process whose start the snapshot lost (daemon crash within 50 ms of a spawn) is found in /proc
-   * by its environment and adopted like a snapshot entry, so no second process is started for its
-   * app. Only process-group leaders are considered (svc spawns each app detached in its own group);
-   * the key (HMAC of the uuid under this installation's secret) proves svc started it. Rules:
-   * - key does not verify: not ours (another installation, or forged): left alone (debug log);
-   * - app not registered and no definition file (a registration whose write never completed, so
-   *   never acknowledged; a delete or a transient run whose stop the crash cut short): stopped,
-   *   warn — the key proves it is ours, and nothing may run that no definition accounts for;
-   * - app not registered but its definition file exists (unreadable: named at load): left alone,
-   *   warn — a file an operator can repair must never cost a running process;
-   * - uuid of an adopted process: a descendant that made itself a group leader: left alone;
-   * - pid and uuid of a snapshot entry refused for its start time: left alone (record corrupt);
-   * - uuid the snapshot knows as superseded or exited (an older generation): a self-detached
-   *   descendant of a process whose exit was recorded: left alone;
-   * - parent carries the same uuid: a descendant that called setsid: left alone;
-   * - per uuid the oldest leader is the process svc spawned (descendants started later);
-   * - per app the newest claim is adopted, any other is stopped (SIGTERM to its group, SIGKILL
-   *   after the grace), logged; when the app already re-attached to its snapshot process, that
-   *   recorded process stays and every claim is stopped;
-   * - adopted for a disabled app (an enable whose write never became durable): stopped (disable).
-   */
-  function recoverOrphans(): void {
-    const taken = new Set<number>([daemonPid]);
-    const takenUuids = new Set<string>();
-    for (const app of apps.values()) {
-      if (app.process === undefined) continue;
-      taken.add(app.process.pid);
-      takenUuids.add(app.process.processUuid);
-    }
-    const scan = scanClaimingProcesses({ skip: (pid) => taken.has(pid) });
-    const byApp = new Map<string, Map<string, ClaimingProcess>>();
-    for (const claim of scan.claims) {
-      const fields = { app: claim.app, pid: claim.pid };
-      if (!keyVerifies(claim.processUuid, claim.processKey)) {
-        logger.debug('process claims an app but its key does not verify: left alone', fields);
-        continue;
-      }
-      if (takenUuids.has(claim.processUuid)) continue;
-      if (contradicted.has(`${claim.pid}/${claim.processUuid}`)) {
-        // The snapshot names this very process (pid and uuid) with another start time: the record
-        // contradicts /proc, so the snapshot's rule stands (not adopted, left alone). Our own later
-        // process that reused the pid has another uuid and is adopted.
-        logger.info('process contradicts its snapshot entry (start time): left alone', fields);
-        continue;
-      }
-      if (!apps.has(claim.app)) {
-        if (existsSync(join(workDir, 'apps', `${claim.app}.yaml`)))
-          logger.warn('process of an app whose definition did not load: left alone', fields);
-        else stopStray(claim, 'stray', 'its app is not registered (no definition file)');
-        continue;
-      }
-      const saved = previous?.apps[claim.app];
-      const known = saved?.uuids?.indexOf(claim.processUuid) ?? -1;
-      const out0 = saved?.outputs?.[0];
-      if (known > 0 || (known === 0 && out0?.processUuid === claim.processUuid && out0.exited)) {
-        logger.info('process of an exited generation of the app (detached descendant): left alone', fields);
-        continue;
-      }
-      if (environHasUuid(claim.ppid, claim.processUuid)) {
-        logger.info('process is a self-detached descendant of a process of the app: left alone', fields);
-        continue;
-      }
-      let claims = byApp.get(claim.app);
-      if (claims === undefined) byApp.set(claim.app, (claims = new Map<string, ClaimingProcess>()));
-      const other = claims.get(claim.processUuid);
-      // Same start tick (10 ms): the smaller pid is the older one, pid wrap-around aside.
-      const older =
-        other === undefined ||
-        claim.startTicks < other.startTicks ||
-        (claim.startTicks === other.startTicks && claim.pid < other.pid);
-      if (older) claims.set(claim.processUuid, claim);
-    }
-    let recovered = 0;
-    for (const [name, claims] of byApp) {
-      const app = apps.get(name) as AppLifecycle;
-      const ordered = [...claims.values()].sort((a, b) => b.startTicks - a.startTicks || b.pid - a.pid);
-      const winner = app.process === undefined ? ordered.shift() : undefined;
-      for (const loser of ordered) {
-        stopStray(
-          loser,
-          'duplicate',
-          winner === undefined ? 're-attached to its snapshot process' : `keeping ${winner.pid}`,
-        );
-      }
-      if (winner === undefined || !isSameProcess(winner.pid, winner.startTicks)) continue;
-      const saved = previous?.apps[name];
-      const startRecorded = saved?.uuids?.[0] === winner.processUuid;
-      output.restoreForOrphan(name, winner.processUuid, saved?.outputs);
-      app.adoptOrphan(
-        {
-          pid: winner.pid,
-          processUuid: winner.processUuid,
-          startedAt: winner.launchedAt ?? now(),
-          startTicks: winner.startTicks,
-          adopted: true,
-        },
-        startRecorded,
-      );
-      watchAdopted(app);
-      recovered++;
-      const targets = outputTargets(winner.pid);
-      const file = output.path(name, 0);
-      logger.info('re-attached to a process the snapshot did not list', {
-        app: name,
-        pid: winner.pid,
-        processUuid: winner.processUuid,
-        ...(targets.includes(file) ? {} : { stdout: targets[0], stderr: targets[1] }),
-      });
-      if (!app.def.enabled) {
-        logger.warn('orphan of a disabled app stopped (deliberate stop)', { app: name, pid: winner.pid });
-        void app.stop('disable');
-      }
-    }
-    logger.info('orphan scan done', {
-      ms: Math.round(scan.ms * 100) / 100,
-      entries: scan.entries,
-      leaders: scan.leaders,
-      claims: scan.claims.length,
-      recovered,
-      ...(scan.truncated ? { truncated: true } : {}),
-    });
-  }
-
   // ---- load: bundled system apps, registered apps, snapshot --------------------------------------
-  const loaded: AppDefinition[] = [];
-  if (options.bundledAppsDir !== undefined) {
-    const bundled = await new AppStore(options.bundledAppsDir, options.crypter, { trusted: true }).loadAll();
-    for (const error of bundled.errors) logger.error('bundled application file rejected', error);
-    const wanted = bundled.apps.filter((def) => options.skipBundled?.(def.name) !== true);
-    for (const def of wanted) {
-      def.system = true;
-      if (def.working_dir === undefined && options.systemCwd !== undefined)
-        def.working_dir = options.systemCwd;
-    }
-    loaded.push(...wanted);
-  }
-  const stored = await store.loadAll();
-  for (const error of stored.errors) logger.error('application file rejected (left in place)', error);
-  for (const entry of stored.migrated) {
-    if (entry.error === undefined)
-      logger.info('application file rewritten with App Mesh 3.0 field names', entry);
-    else logger.error('application file of the old shape could not be rewritten (still loaded)', entry);
-  }
-  for (const def of stored.apps) {
-    if (loaded.some((d) => d.name === def.name))
-      logger.warn('registered app shadowed by a bundled system app', { app: def.name });
-    else loaded.push(def);
-  }
+  const loaded = await loadStartupDefinitions(options, store, options.crypter, logger);
   const previous = await readSnapshot(join(workDir, '.snapshot'), logger);
   for (const def of loaded) {
     const app = new AppLifecycle(def, host);
     apps.set(def.name, app);
+    sources.set(def.name, startupSource(def));
     const saved = previous?.apps[def.name];
     output.restore(def.name, saved?.outputs);
     if (saved !== undefined) {
@@ -770,12 +616,29 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
       app.adopt(process);
       watchAdopted(app);
       logger.info('re-attached to process', { app: entry.app, pid: entry.pid });
+    } else if (app === undefined) {
+      // Its app did not load here: a cluster app (not stored; the worker starts it again), a
+      // deleted app, or a file that failed to load. The orphan rules judge a live process of it
+      // (stopped without a definition file, left alone with one), so none runs twice.
+      logger.info('snapshot entry of an app not loaded', { app: entry.app, pid: entry.pid });
     } else {
       contradicted.add(`${entry.pid}/${entry.processUuid}`);
       logger.info('snapshot entry not adopted (gone or pid reused)', { app: entry.app, pid: entry.pid });
     }
   }
-  recoverOrphans();
+  recoverOrphans({
+    apps,
+    workDir,
+    previous,
+    contradicted,
+    keyOf,
+    runner,
+    stopGraceMs: options.stopGraceMs ?? DEFAULT_STOP_GRACE_MS,
+    output,
+    watchAdopted,
+    now,
+    logger,
+  });
   for (const app of apps.values()) app.decide();
   // System apps are part of svc itself: a new daemon runs them anew (new code, configuration and
   // credentials re-read, e.g. a pending administrator password), so an adopted system process is
@@ -817,7 +680,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
       refuseReservedName(parsed.name);
       return serial(parsed.name, async () => {
         const existing = apps.get(parsed.name);
-        if (existing?.def.system === true) notSystem(existing, 'replaced');
+        if (existing !== undefined) refuseForeignChange(parsed.name, sources.get(parsed.name), 'replaced');
         const def =
           existing === undefined
             ? parsed
@@ -838,52 +701,17 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
         )
           delete def.pid;
         if (def.pid !== undefined) return adoptByPid(def, existing);
-        // The durable write runs while the process is spawned; the call returns only after both,
-        // so an acknowledged definition is never lost. If the write fails, the start is undone.
-        const saved = store.save(def);
-        saved.catch(() => undefined); // awaited below, possibly after a stop: never "unhandled"
-        if (existing === undefined) {
-          const app = new AppLifecycle(def, host);
-          apps.set(def.name, app);
-          output.restore(def.name, undefined);
-          app.decide();
-          try {
-            await saved;
-          } catch (error) {
-            await removeNow(app, false);
-            throw error;
-          }
-          return view(app, false);
-        }
-        await existing.stop('replace');
-        // Unlike a new registration, a replacement spawns only once its definition is durable: a
-        // crash in between would otherwise leave the next daemon adopting (by its environment) a
-        // process of the unacknowledged definition while supervising it with the previous one.
-        try {
-          await saved;
-        } catch (error) {
-          // Not stored: the previous definition (still on disk) runs again.
-          existing.resetForRun();
-          existing.decide();
-          snapshot.schedule();
-          throw error;
-        }
-        existing.def = def;
-        existing.transient = undefined;
-        existing.resetForRun();
-        limitStatus.delete(def.name);
-        existing.decide();
-        snapshot.schedule();
-        return view(existing, false);
+        return install(def, existing, 'local');
       });
     },
     async remove(name) {
       const app = mustGet(name);
-      notSystem(app, 'removed');
+      refuseForeignChange(name, sources.get(name), 'removed');
       await serial(name, () => removeNow(app));
     },
     async enable(name) {
       const app = mustGet(name);
+      if (sources.get(name) === 'cluster') refuseForeignChange(name, 'cluster', 'enabled');
       if (app.def.system) return serial(name, () => Promise.resolve(startSystemApp(app)));
       return serial(name, async () => {
         const previousEnabled = app.def.enabled;
@@ -911,6 +739,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
     },
     async disable(name) {
       const app = mustGet(name);
+      if (sources.get(name) === 'cluster') refuseForeignChange(name, 'cluster', 'disabled');
       return serial(name, async () => {
         const previousEnabled = app.def.enabled;
         if (previousEnabled) {
@@ -1028,6 +857,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
     state(name) {
       return apps.get(name)?.state;
     },
+    cluster: clusterApps,
   };
 
   async function startTransient(
@@ -1062,6 +892,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
         timeoutAt: timeout > 0 ? t + timeout * 1000 : undefined,
       };
       apps.set(def.name, app);
+      sources.set(def.name, 'local');
       output.restore(def.name, undefined);
       app.decide();
       try {

@@ -15,10 +15,12 @@ import { BUILTIN_ROLES, type Permission } from '@svc/protocol';
 import {
   DEVELOPER_ROLE,
   TEST_PRINCIPALS,
+  startEtcd,
   startTestDaemon,
   type ApiClient,
   type CallOptions,
   type TestDaemon,
+  type TestEtcd,
   type TestRole,
 } from '@svc/testkit';
 import { operations } from '../../src/api/operations/index.ts';
@@ -91,6 +93,7 @@ interface Case {
 }
 
 let daemon: TestDaemon;
+let etcd: TestEtcd | undefined;
 const tokens = new Map<TestRole, string>();
 const tcpClients = new Map<TestRole, ApiClient>();
 
@@ -132,7 +135,29 @@ async function subscriptionFor(role: TestRole, transport: Transport, app: string
   throw new Error(`no subscription could be made for ${role} over ${transport}`);
 }
 
+/** A cluster task nothing is placed for (replication 0): the cluster rows change no process. */
+const IDLE_TASK = { replication: 0, port: 0, memoryMB: 0, condition: {}, content: { command: 'sleep 60' } };
+
+/** Each caller that may deletes a task of its own, created first by admin. */
+async function clusterTaskFor(role: TestRole, transport: Transport): Promise<Call> {
+  const path = `/svc/cluster/app/del-${own(role, transport)}`;
+  await admin('PUT', path, { body: IDLE_TASK });
+  return { path };
+}
+
 const CASES: Record<string, Case[]> = {
+  listClusterApplications: [{ label: 'list', call: fixed({ path: '/svc/cluster/applications' }) }],
+  getClusterApplication: [{ label: 'matrix-task', call: fixed({ path: '/svc/cluster/app/matrix-task' }) }],
+  putClusterApplication: [
+    {
+      label: 'own task',
+      call: (role, t) =>
+        Promise.resolve({ path: `/svc/cluster/app/put-${own(role, t)}`, options: { body: IDLE_TASK } }),
+    },
+  ],
+  deleteClusterApplication: [{ label: 'own task', call: clusterTaskFor }],
+  listClusterNodes: [{ label: 'nodes', call: fixed({ path: '/svc/cluster/nodes' }) }],
+  getClusterTopology: [{ label: 'topology', call: fixed({ path: '/svc/cluster/topology' }) }],
   listApplications: [{ label: 'list', call: fixed({ path: '/svc/applications' }) }],
   getApplication: ['admin-app', 'dev-app', 'shared-app', 'read-app'].map((app) => ({
     label: app,
@@ -409,8 +434,11 @@ function deniedStatus(rule: Rule): number {
 // ---------------------------------------------------------------------------------------------
 
 beforeAll(async () => {
-  daemon = await startTestDaemon();
+  // A cluster node (one etcd, this node alone): the /svc/cluster/* rows need a registry.
+  etcd = await startEtcd();
+  daemon = await startTestDaemon({ env: { SVC_REGISTRY_URL: etcd.url, SVC_HOST_NAME: 'matrix-node' } });
   for (const role of ROLES) tokens.set(role, await daemon.token(role));
+  await admin('PUT', '/svc/cluster/app/matrix-task', { body: IDLE_TASK });
   for (const [name, { owner, others }] of Object.entries(APPS)) {
     const token = owner === TEST_PRINCIPALS.developer.sub ? tokens.get('developer') : tokens.get('admin');
     const body =
@@ -427,6 +455,7 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const client of tcpClients.values()) await client.close();
   await daemon?.close();
+  await etcd?.close();
   await rm(MATRIX_DIR, { recursive: true, force: true });
 });
 

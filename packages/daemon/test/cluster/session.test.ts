@@ -48,4 +48,27 @@ describe('registry session', () => {
       await session.close();
     }
   }, 30_000);
+
+  it('never throws on writes or deletes while etcd is down, and applies them when it is back', async () => {
+    const own = await startEtcd();
+    const ownReader = new Etcd3({ hosts: own.url });
+    const session = await openRegistrySession({ urls: [own.url], ttlSeconds: 3 });
+    try {
+      await session.putOwned('svc/test/gone', 'soon');
+      await own.stop('SIGKILL');
+      await expect(session.putOwned('svc/test/late', 'written')).resolves.toBeUndefined();
+      await expect(session.deleteOwned('svc/test/gone')).resolves.toBeUndefined();
+      await own.start();
+      await waitFor(
+        async () =>
+          (await ownReader.get('svc/test/late').string()) === 'written' &&
+          (await ownReader.get('svc/test/gone').string()) === null,
+        { timeoutMs: 20_000, intervalMs: 50, what: 'the late write and the delete applied' },
+      );
+    } finally {
+      await session.close();
+      ownReader.close();
+      await own.close();
+    }
+  }, 40_000);
 });

@@ -1,7 +1,8 @@
 // CONTRACT §2: system applications come from the install root, SVC_HOME holds state only. `svcd` with
 // an empty SVC_HOME in builtin mode is the complete service (identity provider, agent, admin UI),
 // writes nothing outside that home, and says on a foreground stop what keeps running. Setting
-// SVC_REGISTRY_URL is a start-up error until cluster mode exists.
+// A malformed registry configuration (cluster mode) is a start-up error naming its source, never
+// echoing credentials.
 import { spawn, execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile, mkdir } from 'node:fs/promises';
@@ -109,11 +110,23 @@ describe('install root and SVC_HOME', () => {
   });
 
   it.each([
-    ['SVC_REGISTRY_URL', { SVC_REGISTRY_URL: 'http://127.0.0.1:1' }, undefined],
+    [
+      'SVC_REGISTRY_URL: endpoint 1: expected http:// or https://',
+      { SVC_REGISTRY_URL: 'ftp://127.0.0.1:1' },
+      undefined,
+    ],
     // The earlier flat key is read as Registry.Url.
-    ['Registry.Url in config.yaml', {}, 'registry_url: http://127.0.0.1:1\n'],
-    ['Registry.Url in config.yaml', {}, 'Registry:\n  Url: http://127.0.0.1:1\n'],
-  ])('refuses to start when %s is set (no cluster mode yet)', async (what, env, configYaml) => {
+    [
+      'Registry.Url: endpoint 1: credentials in the URL are not supported',
+      {},
+      'registry_url: http://root:hunter2@127.0.0.1:1\n',
+    ],
+    [
+      'Registry.SessionTTL: at least 2 seconds',
+      {},
+      'Registry:\n  Url: http://127.0.0.1:1\n  SessionTTL: 1\n',
+    ],
+  ])('refuses to start with a bad registry configuration (%s)', async (what, env, configYaml) => {
     const home = await mkdtemp(join(tmpdir(), 'svc-registry-'));
     homes.push(home);
     if (configYaml !== undefined) {
@@ -129,6 +142,6 @@ describe('install root and SVC_HOME', () => {
     });
     expect(await svcd.exited).toBe(1);
     expect(svcd.stderr()).toContain(`svcd: cannot start: ${what}`);
-    expect(svcd.stderr()).toMatch(/cluster mode is not available/);
+    expect(svcd.stderr()).not.toContain('hunter2');
   });
 });

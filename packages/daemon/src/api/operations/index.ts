@@ -3,6 +3,7 @@ import type { Services } from '../services.ts';
 import type { Operation } from '../types.ts';
 import { appOperations } from './apps.ts';
 import { authzOperations } from './authz.ts';
+import { clusterOperations } from './cluster.ts';
 import { discoveryOperations } from './discovery.ts';
 import { eventOperations } from './events.ts';
 import { fileOperations } from './files.ts';
@@ -21,4 +22,5 @@ export const operations: readonly Operation<Services>[] = [
   ...eventOperations,
   ...metricsOperations,
   ...fileOperations,
+  ...clusterOperations,
 ];

@@ -1,0 +1,68 @@
+// The application side of one cluster node, started by daemon.ts after the node joined: the
+// service registry (every node: its processes get the peer variables), the worker that follows the
+// schedule (worker nodes only), the registered nodes as X-Target-Host targets and the registry view
+// of the /svc/cluster/* operations.
+import type { Logger } from '../log/logger.ts';
+import type { ClusterApps } from '../supervisor/cluster-apps.ts';
+import { Etcd3 } from 'etcd3';
+import { readTls, type ClusterNode } from './cluster.ts';
+import { etcdClientOptions } from './session.ts';
+import { createClusterApi, type ClusterApi } from './cluster-api.ts';
+import { startNodeTargets, type NodeTargets } from './node-targets.ts';
+import { createServiceRegistry, type ServiceRegistry } from './services.ts';
+import { startClusterWorker, type ClusterWorker } from './worker.ts';
+
+export interface WorkerSide {
+  api: ClusterApi;
+  services: ServiceRegistry;
+  worker: ClusterWorker | undefined;
+  /** Registered nodes as forward targets (add `targets.provider` to the forwarder). */
+  targets: NodeTargets;
+  close(): Promise<void>;
+}
+
+export async function startWorkerSide(
+  node: ClusterNode,
+  apps: ClusterApps,
+  tcpPort: number,
+  logger: Logger,
+): Promise<WorkerSide> {
+  const tls = await readTls(node.config.tls);
+  const watchClient = (): Etcd3 => new Etcd3(etcdClientOptions(node.config.urls, tls));
+  // Reads of this side (and the API's calls) go through a client of their own: during an etcd outage
+  // their failures open the client's circuit breaker, which on the session's client would also hold
+  // up its keepalives (and cost the node its lease) after etcd is back.
+  const client = watchClient();
+  const svcHost = new URL(node.report().svc).hostname;
+  const targets = await startNodeTargets({
+    session: node.session,
+    client,
+    hostName: node.hostName,
+    endpoint: { tcp_host: svcHost.startsWith('[') ? svcHost.slice(1, -1) : svcHost, tcp_port: tcpPort },
+    watchClient,
+    logger,
+  });
+  const services = createServiceRegistry({
+    session: node.session,
+    client,
+    hostName: node.hostName,
+    svcUrl: () => node.report().svc,
+    watchClient,
+    logger: logger.child({ component: 'cluster-services' }),
+  });
+  const worker = node.config.isWorkerNode
+    ? startClusterWorker({ client, watchClient, hostName: node.hostName, apps, services, logger })
+    : undefined;
+  return {
+    api: createClusterApi(client),
+    services,
+    worker,
+    targets,
+    async close() {
+      await targets.close();
+      await worker?.close();
+      await services.close();
+      client.close();
+    },
+  };
+}
