@@ -102,6 +102,10 @@ type Application struct {
 	OutputCaptured   *bool           `json:"output_captured,omitempty"`
 	Transient        *bool           `json:"transient,omitempty"`
 	LimitStatus      *string         `json:"resource_limit_status,omitempty"`
+	// Cluster is true for a cluster task placed on this node (change it through the cluster
+	// methods); ClusterConflict names a placed task this local app shadows.
+	Cluster         *bool   `json:"cluster,omitempty"`
+	ClusterConflict *string `json:"cluster_conflict,omitempty"`
 
 	// SubscriptionID is set by AddApp with subscribeEvents (TCP/WSS).
 	SubscriptionID string `json:"subscription_id,omitempty"`
