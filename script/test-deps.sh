@@ -15,6 +15,9 @@
 #   Rust >= 1.89 with clippy      the Rust client (clients/rust); not from apt (Debian's is older):
 #                                 without it the script stops naming the rustup command
 #   openjdk-17-jdk-headless, maven  the Java client's suite (clients/java/java-client.test.ts)
+
+#   golang-go (Go >= 1.22), gcc   the Go client library's suite (clients/go: go vet, go test -race
+#                                 needs cgo); staticcheck comes from the Go module proxy, pinned
 # Installed with apt-get when missing (root on Debian); otherwise it stops at once naming the one
 # command that installs them. A machine that has everything returns at once without touching apt.
 set -euo pipefail
@@ -56,6 +59,15 @@ if ! have javac || ! javac -version 2>&1 | grep -Eq '^javac (1[7-9]|[2-9][0-9])'
   missing+=(openjdk-17-jdk-headless)
 fi
 have mvn || missing+=(maven)
+
+# Go client library (clients/go).
+go_new_enough() { go env GOVERSION 2>/dev/null | grep -Eq '^go1\.(2[2-9]|[3-9][0-9])([^0-9]|$)'; }
+go_too_old() {
+  echo "test-deps: clients/go needs Go 1.22 or newer (found $(go env GOVERSION 2>/dev/null)); install it: https://go.dev/doc/install" >&2
+  exit 1
+}
+if have go; then go_new_enough || go_too_old; else missing+=(golang-go); fi
+have gcc || missing+=(gcc)
 # --- Rust client (clients/rust): cargo and clippy from rustup (~/.cargo/bin), Rust >= 1.89.
 rust_problem=""
 rust_path="$PATH:${CARGO_HOME:-${HOME:-/root}/.cargo}/bin"
@@ -81,4 +93,5 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 # Chromium with its recommended packages: fonts-liberation renders the page text.
 apt-get install -y -qq "${missing[@]}" >/dev/null
+if have go && ! go_new_enough; then go_too_old; fi
 rust_check

@@ -43,6 +43,9 @@ describe('script/test-deps.sh', () => {
         'g++',
         'openjdk-17-jdk-headless',
         'maven',
+
+        'golang-go',
+        'gcc',
       ])
         expect(failed?.stderr).toContain(pkg);
       expect(failed?.stderr).toMatch(/apt-get update && apt-get install -y /);
