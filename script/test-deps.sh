@@ -14,6 +14,7 @@
 #   libssl-dev, libgtest-dev      the C++ client (clients/cpp): CMake build, ctest with GoogleTest
 #   Rust >= 1.89 with clippy      the Rust client (clients/rust); not from apt (Debian's is older):
 #                                 without it the script stops naming the rustup command
+#   openjdk-17-jdk-headless, maven  the Java client's suite (clients/java/java-client.test.ts)
 # Installed with apt-get when missing (root on Debian); otherwise it stops at once naming the one
 # command that installs them. A machine that has everything returns at once without touching apt.
 set -euo pipefail
@@ -50,6 +51,11 @@ if have python3 && ! python3 -c 'import sys; sys.exit(sys.version_info < (3, 10)
   echo "test-deps: clients/python needs python3 >= 3.10 (found $(python3 -V 2>&1)); install a newer python3 first" >&2
   exit 1
 fi
+# clients/java: a JDK of release 17 or newer (javac) and Maven.
+if ! have javac || ! javac -version 2>&1 | grep -Eq '^javac (1[7-9]|[2-9][0-9])'; then
+  missing+=(openjdk-17-jdk-headless)
+fi
+have mvn || missing+=(maven)
 # --- Rust client (clients/rust): cargo and clippy from rustup (~/.cargo/bin), Rust >= 1.89.
 rust_problem=""
 rust_path="$PATH:${CARGO_HOME:-${HOME:-/root}/.cargo}/bin"

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import PERSISTENT, Served, eventually, make_client, unique
+from conftest import PERSISTENT, SENT, Served, eventually, make_client, unique
 
 import svc
 from svc.client_http import SvcClient
+from svc.errors import SvcBadRequestError
 
 HERE = Path(__file__).resolve().parent
 
@@ -129,6 +131,58 @@ def test_files(client: SvcClient, tmp_path: Path, transport: str) -> None:
     assert back.stat().st_mode & 0o777 == 0o640
     with pytest.raises(svc.SvcRequestError):
         client.download_file(str(tmp_path / "missing"), str(tmp_path / "x"))
+
+
+def _cluster_calls(client: SvcClient, name: str) -> dict[str, Callable[[], object]]:
+    task = svc.App({"name": name, "command": "python3 -m http.server 8080", "shell": True})
+    return {
+        "list_cluster_apps": client.list_cluster_apps,
+        "get_cluster_app": lambda: client.get_cluster_app(name),
+        "add_cluster_app": lambda: client.add_cluster_app(
+            task, replication=2, port=8080, memory_mb=64, condition={"zone": "east-*"}
+        ),
+        "delete_cluster_app": lambda: client.delete_cluster_app(name),
+        "list_cluster_nodes": client.list_cluster_nodes,
+        "get_cluster_topology": client.get_cluster_topology,
+    }
+
+
+def test_cluster_operations_on_a_stand_alone_daemon(client: SvcClient, transport: str) -> None:
+    """svc-testkit serve is stand-alone: every /svc/cluster/* operation answers 404 ``not_found``
+    (cluster mode off), raised as exactly ``SvcNotFoundError``, not the ``app_not_found`` a cluster
+    gives for a missing task. The task body passed the daemon's strict validation first (else 400)."""
+    for method, call in _cluster_calls(client, unique("cluster", transport)).items():
+        with pytest.raises(svc.SvcNotFoundError) as caught:
+            call()
+        assert type(caught.value) is svc.SvcNotFoundError, method
+        assert (caught.value.status_code, caught.value.code) == (404, "not_found"), method
+        assert "cluster mode is off" in caught.value.detail, method
+
+
+def test_cluster_task_input_is_checked(client: SvcClient) -> None:
+    with pytest.raises(ValueError, match=r"app\.name"):
+        client.add_cluster_app(svc.App({"command": "sleep 1"}))
+    for bad in ({"replication": -1}, {"port": 70000}, {"memory_mb": -5}, {"condition": {"": "x"}}):
+        with pytest.raises(SvcBadRequestError) as caught:
+            client.add_cluster_app(svc.App({"name": unique("cluster-bad"), "command": "sleep 1"}), **bad)
+        assert caught.value.code == "invalid_app", bad
+    strict = {"replication": 1, "port": 0, "memoryMB": 0, "condition": {}, "content": {}, "extra": 1}
+    with pytest.raises(SvcBadRequestError) as caught:  # the task body is strict: unknown fields refused
+        client.request("PUT", "/svc/cluster/app/x", body=strict)
+    assert caught.value.code == "invalid_app"
+
+
+def test_hostile_cluster_app_names_stay_one_path_segment(client: SvcClient) -> None:
+    for name in ("../applications", "a/b", "x?y=1", "%2e%2e", "a" * 5000):
+        before = len(SENT)
+        with pytest.raises(svc.SvcRequestError) as caught:
+            client.get_cluster_app(name)
+        assert caught.value.status_code in (400, 404), caught.value
+        assert caught.value.code != "app_not_found"
+        sent = [path for _method, path in SENT[before:]]
+        assert sent and all(
+            p.startswith("/svc/cluster/app/") and "/" not in p[len("/svc/cluster/app/") :] for p in sent
+        )
 
 
 def test_subscriptions_need_a_persistent_connection(served: Served) -> None:

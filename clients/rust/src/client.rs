@@ -1,7 +1,7 @@
 //! `SvcClient`: every operation of the API over one transport (REST, TCP or WSS), with the token
 //! contract (static bearer or provider; one refresh and retry after a 401, never after a 403).
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -9,7 +9,9 @@ use serde_json::Value;
 
 use crate::demux::DemuxStats;
 use crate::error::{Result, SvcError};
-use crate::models::{AppOutput, AppRun, Application, EventCallback, SubscriptionResult};
+use crate::models::{
+    AppOutput, AppRun, Application, ClusterApp, ClusterNode, ClusterTopologyEntry, EventCallback, SubscriptionResult,
+};
 use crate::token::{StaticToken, TokenProvider};
 use crate::transport::{http_client, rest_call, tls_config, Persistent, WireCall, WireReply};
 
@@ -658,6 +660,54 @@ impl SvcClient {
             }
         }
         Ok(())
+    }
+}
+
+// Cluster (CONTRACT §9): a stand-alone daemon answers each of these 404 `not_found`.
+impl SvcClient {
+    /// `GET /svc/cluster/applications`: every cluster application by name, with its placements.
+    pub async fn list_cluster_apps(&self) -> Result<BTreeMap<String, ClusterApp>> {
+        Ok(serde_json::from_value(
+            self.json("GET", "/svc/cluster/applications", vec![], None).await?,
+        )?)
+    }
+
+    /// `GET /svc/cluster/app/{name}`: one cluster application, with its placements.
+    pub async fn get_cluster_app(&self, name: &str) -> Result<ClusterApp> {
+        let path = format!("/svc/cluster/app/{}", segment(name));
+        Ok(serde_json::from_value(self.json("GET", &path, vec![], None).await?)?)
+    }
+
+    /// `PUT /svc/cluster/app/{name}`: defines or replaces a cluster application (the leader
+    /// places its replicas); answers it as stored, with the placements as of now. `placements`
+    /// of `app` is never sent.
+    pub async fn add_cluster_app(&self, name: &str, app: &ClusterApp) -> Result<ClusterApp> {
+        let path = format!("/svc/cluster/app/{}", segment(name));
+        let body = serde_json::to_value(app)?;
+        Ok(serde_json::from_value(
+            self.json("PUT", &path, vec![], Some(&body)).await?,
+        )?)
+    }
+
+    /// `DELETE /svc/cluster/app/{name}`; true when it was removed (its replicas stop once the
+    /// leader has withdrawn them).
+    pub async fn delete_cluster_app(&self, name: &str) -> Result<bool> {
+        let path = format!("/svc/cluster/app/{}", segment(name));
+        Ok(removed(&self.json("DELETE", &path, vec![], None).await?))
+    }
+
+    /// `GET /svc/cluster/nodes`: every registered node's report, by host name.
+    pub async fn list_cluster_nodes(&self) -> Result<BTreeMap<String, ClusterNode>> {
+        Ok(serde_json::from_value(
+            self.json("GET", "/svc/cluster/nodes", vec![], None).await?,
+        )?)
+    }
+
+    /// `GET /svc/cluster/topology`: the leader's schedule, host name -> what is placed there.
+    pub async fn get_cluster_topology(&self) -> Result<BTreeMap<String, Vec<ClusterTopologyEntry>>> {
+        Ok(serde_json::from_value(
+            self.json("GET", "/svc/cluster/topology", vec![], None).await?,
+        )?)
     }
 }
 

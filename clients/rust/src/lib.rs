@@ -18,8 +18,9 @@ pub use client::{ClientBuilder, ClientBuilderTCP, ClientBuilderWSS, SvcClient, S
 pub use demux::DemuxStats;
 pub use error::{ErrorCode, Result, SvcError};
 pub use models::{
-    print_output_handler, AppEvent, AppOutput, AppRun, Application, EventCallback, OutputFn, OutputHandler,
-    SubscriptionResult, EVENT_TYPE_DISCONNECTED,
+    print_output_handler, AppEvent, AppOutput, AppRun, Application, ClusterApp, ClusterNode, ClusterNodeResource,
+    ClusterPlacement, ClusterTopologyEntry, EventCallback, OutputFn, OutputHandler, SubscriptionResult,
+    EVENT_TYPE_DISCONNECTED,
 };
 pub use oauth::{
     pkce_challenge, AuthorizationRequest, DeviceAuthorization, DevicePoll, Discovery, OAuth2Config, OAuthClient,

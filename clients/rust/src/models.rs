@@ -105,3 +105,123 @@ impl Application {
         }
     }
 }
+
+/// A cluster application (`/svc/cluster/app/{name}`, CONTRACT §9): the application definition
+/// every replica runs, how many replicas, and what a worker node must offer. Views read from the
+/// daemon also carry `placements` (where it runs now); they are never sent.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClusterApp {
+    /// How many replicas the leader places (0..=10000).
+    pub replication: u32,
+    /// The service port of each replica (0: none; >0 registers `svc/services/<app>/<host>`).
+    pub port: u16,
+    /// Memory each replica needs on a node, in MiB.
+    #[serde(rename = "memoryMB")]
+    pub memory_mb: u64,
+    /// Labels a node must carry with these values to run a replica.
+    #[serde(default)]
+    pub condition: BTreeMap<String, String>,
+    /// The application definition; its name, if given, equals the cluster application's name.
+    pub content: Application,
+    /// The hosts whose topology names the application (answers only).
+    #[serde(default, skip_serializing)]
+    pub placements: Vec<ClusterPlacement>,
+}
+
+impl ClusterApp {
+    /// `replication` replicas of `content`, no port, no memory or label condition.
+    pub fn new(content: Application, replication: u32) -> Self {
+        ClusterApp {
+            replication,
+            content,
+            ..Default::default()
+        }
+    }
+}
+
+/// Where a cluster application runs: a host and when it was placed there.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClusterPlacement {
+    pub host: String,
+    /// `YYYY-MM-DD HH:MM:SS+00` (UTC).
+    pub schedule_time: String,
+}
+
+/// One entry of a host's topology (`GET /svc/cluster/topology`): an application placed there.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClusterTopologyEntry {
+    pub app: String,
+    /// `YYYY-MM-DD HH:MM:SS+00` (UTC).
+    pub schedule_time: String,
+}
+
+/// A node's report (`GET /svc/cluster/nodes`, by host name).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClusterNode {
+    /// The node's REST address.
+    pub svc: String,
+    /// Its labels (configured ones, then `HOST_NAME`, `arch`, `os_version`, `WORKER`).
+    #[serde(default)]
+    pub label: BTreeMap<String, String>,
+    /// Whether it is the elected leader.
+    #[serde(default)]
+    pub leader: bool,
+    #[serde(default)]
+    pub resource: ClusterNodeResource,
+}
+
+/// The resources a node reports.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClusterNodeResource {
+    pub cpu_cores: u64,
+    pub mem_total_bytes: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_cluster_app_view_reads_placements_and_sends_only_the_definition() {
+        let view = json!({
+            "replication": 2, "port": 8080, "memoryMB": 64,
+            "condition": { "arch": "x86_64" },
+            "content": { "name": "web", "command": "serve", "owner": "admin" },
+            "placements": [{ "host": "node-a", "schedule_time": "2026-11-24 06:00:00+00" }],
+        });
+        let app: ClusterApp = serde_json::from_value(view).unwrap();
+        assert_eq!((app.replication, app.port, app.memory_mb), (2, 8080, 64));
+        assert_eq!(app.content.name.as_deref(), Some("web"));
+        assert_eq!(app.content.extra["owner"], json!("admin"));
+        assert_eq!(app.placements[0].host, "node-a");
+        let sent = serde_json::to_value(&app).unwrap();
+        assert!(sent.get("placements").is_none(), "placements are never sent: {sent}");
+        assert_eq!(sent["memoryMB"], json!(64));
+        assert_eq!(sent["condition"], json!({ "arch": "x86_64" }));
+    }
+
+    #[test]
+    fn a_new_cluster_app_has_every_required_field() {
+        let sent = serde_json::to_value(ClusterApp::new(Application::new("job", "true"), 3)).unwrap();
+        for field in ["replication", "port", "memoryMB", "condition", "content"] {
+            assert!(sent.get(field).is_some(), "{field} missing from {sent}");
+        }
+        assert_eq!(sent["replication"], json!(3));
+    }
+
+    #[test]
+    fn node_reports_and_topology_entries_parse() {
+        let nodes: BTreeMap<String, ClusterNode> = serde_json::from_value(json!({
+            "node-a": { "svc": "https://node-a:6060", "label": { "WORKER": "true" }, "leader": true,
+                        "resource": { "cpu_cores": 2, "mem_total_bytes": 8_589_934_592u64 } },
+        }))
+        .unwrap();
+        assert!(nodes["node-a"].leader);
+        assert_eq!(nodes["node-a"].resource.mem_total_bytes, 8_589_934_592);
+        let topology: BTreeMap<String, Vec<ClusterTopologyEntry>> =
+            serde_json::from_value(json!({ "node-a": [{ "app": "web", "schedule_time": "2026-11-24 06:00:00+00" }] }))
+                .unwrap();
+        assert_eq!(topology["node-a"][0].app, "web");
+    }
+}

@@ -41,6 +41,8 @@ describe('script/test-deps.sh', () => {
         'dpkg',
         'cmake',
         'g++',
+        'openjdk-17-jdk-headless',
+        'maven',
       ])
         expect(failed?.stderr).toContain(pkg);
       expect(failed?.stderr).toMatch(/apt-get update && apt-get install -y /);

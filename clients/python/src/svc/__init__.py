@@ -8,6 +8,14 @@ print(client.list_apps())
 from .app import App, AppOutput, AppRun, OutputHandler, print_output_handler
 from .client_http import SubscriptionResult, SvcClient, SvcResponse
 from .client_persistent import SvcClientTCP, SvcClientWSS
+from .cluster import (
+    ClusterNode,
+    ClusterNodeResource,
+    ClusterPlacement,
+    ClusterTask,
+    ClusterTaskView,
+    ClusterTopologyEntry,
+)
 from .demux import EVENT_TYPE_DISCONNECTED, AppEvent, EventCallback
 from .errors import (
     ERROR_CLASSES,
@@ -17,6 +25,7 @@ from .errors import (
     SvcConnectionError,
     SvcError,
     SvcForbiddenError,
+    SvcNotFoundError,
     SvcPersistentConnectionRequiredError,
     SvcProcessSupersededError,
     SvcRequestError,
@@ -35,6 +44,12 @@ __all__ = [
     "AppEvent",
     "AppOutput",
     "AppRun",
+    "ClusterNode",
+    "ClusterNodeResource",
+    "ClusterPlacement",
+    "ClusterTask",
+    "ClusterTaskView",
+    "ClusterTopologyEntry",
     "EventCallback",
     "OAuthClient",
     "OAuthError",
@@ -50,6 +65,7 @@ __all__ = [
     "SvcConnectionError",
     "SvcError",
     "SvcForbiddenError",
+    "SvcNotFoundError",
     "SvcPersistentConnectionRequiredError",
     "SvcProcessSupersededError",
     "SvcRequestError",

@@ -24,6 +24,7 @@ import requests
 from requests.structures import CaseInsensitiveDict
 
 from .app import App, AppOutput, AppRun, OutputHandler
+from .cluster import ClusterNode, ClusterTask, ClusterTaskView, ClusterTopologyEntry
 from .demux import AppEvent, EventCallback
 from .errors import (
     SvcAppNotFoundError,
@@ -549,6 +550,58 @@ class SvcClient:
 
     def _unregister_callback(self, subscription_id: str) -> None:
         return None
+
+    # -- cluster (cluster mode only: a stand-alone daemon answers SvcNotFoundError, code not_found) --
+
+    def list_cluster_apps(self) -> dict[str, ClusterTaskView]:
+        """Every cluster task by name, with its ``placements`` (``GET /svc/cluster/applications``)."""
+        result: dict[str, ClusterTaskView] = self._request("GET", "/svc/cluster/applications").json()
+        return result
+
+    def get_cluster_app(self, app_name: str) -> ClusterTaskView:
+        """One cluster task; ``SvcAppNotFoundError`` when the cluster has none of that name."""
+        result: ClusterTaskView = self._request("GET", f"/svc/cluster/app/{_segment(app_name)}").json()
+        return result
+
+    def add_cluster_app(
+        self,
+        app: App,
+        replication: int = 1,
+        port: int = 0,
+        memory_mb: int = 0,
+        condition: Mapping[str, str] | None = None,
+    ) -> ClusterTaskView:
+        """Define (or replace) the cluster task ``app.name``: ``replication`` replicas on distinct
+        worker nodes whose labels match ``condition`` (``*``/``?`` wildcards) and whose free memory
+        fits ``memory_mb``; ``port`` > 0 registers each replica as a service. Answers the stored task
+        (placements as of now; the leader places replicas afterwards)."""
+        if not app.name:
+            raise ValueError("app.name is required")
+        task: ClusterTask = {
+            "replication": replication,
+            "port": port,
+            "memoryMB": memory_mb,
+            "condition": dict(condition or {}),
+            "content": app.to_dict(),
+        }
+        body: dict[str, Any] = dict(task)
+        result: ClusterTaskView = self._request("PUT", f"/svc/cluster/app/{_segment(app.name)}", body=body).json()
+        return result
+
+    def delete_cluster_app(self, app_name: str) -> None:
+        """Remove a cluster task (its replicas stop once the leader withdrew them);
+        ``SvcAppNotFoundError`` when the cluster has none of that name."""
+        self._request("DELETE", f"/svc/cluster/app/{_segment(app_name)}")
+
+    def list_cluster_nodes(self) -> dict[str, ClusterNode]:
+        """The report of every registered node by host name (``GET /svc/cluster/nodes``)."""
+        result: dict[str, ClusterNode] = self._request("GET", "/svc/cluster/nodes").json()
+        return result
+
+    def get_cluster_topology(self) -> dict[str, list[ClusterTopologyEntry]]:
+        """The leader's schedule: host name -> the tasks placed there (``GET /svc/cluster/topology``)."""
+        result: dict[str, list[ClusterTopologyEntry]] = self._request("GET", "/svc/cluster/topology").json()
+        return result
 
     # -- host -----------------------------------------------------------------------------------
 

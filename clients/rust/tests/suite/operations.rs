@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
-use svc::{Application, ErrorCode, SvcClient, SvcError, SvcWorker, TokenProvider};
+use svc::{Application, ClusterApp, ErrorCode, SvcClient, SvcError, SvcWorker, TokenProvider};
 
 use crate::daemon::{repo_root, Daemon};
 
@@ -190,6 +190,9 @@ async fn every_operation_is_called() {
         .expect("set principal");
     rest.delete_principal("rust-probe").await.expect("delete principal");
 
+    // Cluster: the test daemon is stand-alone, so each answers 404 `not_found` (still sent).
+    assert_cluster_off(&rest).await;
+
     // Public discovery, without a bearer.
     assert!(public.get_auth_config().await.expect("auth config")["flows"].is_array());
     assert!(public
@@ -211,6 +214,78 @@ async fn every_operation_is_called() {
         .filter(|(m, t)| !sent.iter().any(|(sm, sp)| sm == m && matches_template(t, sp)))
         .collect();
     assert!(missing.is_empty(), "operations never called: {missing:?}");
+}
+
+/// Calls the six cluster operations on a stand-alone daemon: each is refused with `NotFound`
+/// (a well-formed PUT body passes validation, which comes before the 404).
+async fn assert_cluster_off(client: &SvcClient) {
+    let transport = client.transport_name();
+    let not_found = |e: SvcError, what: &str| {
+        assert_eq!(e.code(), Some(&ErrorCode::NotFound), "{transport} {what}: {e}");
+        assert_eq!(e.status(), Some(404), "{transport} {what}");
+    };
+    not_found(client.list_cluster_apps().await.expect_err("list"), "list_cluster_apps");
+    not_found(
+        client.get_cluster_app("rust-cluster").await.expect_err("get"),
+        "get_cluster_app",
+    );
+    let app = ClusterApp::new(Application::new("rust-cluster", "sleep 60"), 2);
+    not_found(
+        client.add_cluster_app("rust-cluster", &app).await.expect_err("add"),
+        "add_cluster_app",
+    );
+    not_found(
+        client.delete_cluster_app("rust-cluster").await.expect_err("delete"),
+        "delete_cluster_app",
+    );
+    not_found(
+        client.list_cluster_nodes().await.expect_err("nodes"),
+        "list_cluster_nodes",
+    );
+    not_found(
+        client.get_cluster_topology().await.expect_err("topology"),
+        "get_cluster_topology",
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_operations_on_a_stand_alone_daemon() {
+    let daemon = Daemon::shared();
+    for transport in ["rest", "tcp", "wss"] {
+        let admin = daemon.client(transport, Some("svc-admin"));
+        assert_cluster_off(&admin).await;
+
+        // Hostile, malformed and oversized names are sent as one encoded segment and refused as
+        // names (validation comes before the 404), never routed elsewhere.
+        let long = "n".repeat(129);
+        for name in ["../applications", "a/b", "bad name!", "x?y=1", "%2e%2e", long.as_str()] {
+            let error = admin.get_cluster_app(name).await.expect_err("refused");
+            assert_eq!(
+                error.code(),
+                Some(&ErrorCode::InvalidName),
+                "{transport} get {name:?}: {error}"
+            );
+            let error = admin.delete_cluster_app(name).await.expect_err("refused");
+            assert_eq!(
+                error.code(),
+                Some(&ErrorCode::InvalidName),
+                "{transport} delete {name:?}: {error}"
+            );
+        }
+        // A body the daemon's schema refuses is a 400, not the 404 of cluster mode being off.
+        let mut bad = ClusterApp::new(Application::new("rust-cluster", "true"), 1);
+        bad.condition.insert(String::new(), "x".into());
+        let error = admin.add_cluster_app("rust-cluster", &bad).await.expect_err("400");
+        assert_eq!(error.status(), Some(400), "{transport}: {error}");
+
+        // The access rule comes before the 404: a viewer may not define one.
+        let viewer = daemon.client(transport, Some("svc-viewer"));
+        let app = ClusterApp::new(Application::new("rust-cluster", "true"), 1);
+        let error = viewer.add_cluster_app("rust-cluster", &app).await.expect_err("403");
+        assert_eq!(error.code(), Some(&ErrorCode::Forbidden), "{transport}: {error}");
+        admin.close().await;
+        viewer.close().await;
+    }
 }
 
 #[test]
