@@ -321,6 +321,20 @@ void ClientHttp::addLabel(const std::string &label, const std::string &value) {
 }
 void ClientHttp::deleteLabel(const std::string &label) { request("DELETE", "/svc/label/" + segment(label)); }
 
+// ---- cluster ----
+nlohmann::json ClientHttp::listClusterApps() { return requestJson("GET", "/svc/cluster/applications"); }
+nlohmann::json ClientHttp::getClusterApp(const std::string &app) {
+    return requestJson("GET", "/svc/cluster/app/" + segment(app));
+}
+nlohmann::json ClientHttp::addClusterApp(const std::string &app, const nlohmann::json &task) {
+    if (app.empty()) throw SvcError("addClusterApp: the cluster application needs a name");
+    if (!task.is_object()) throw SvcError("addClusterApp: the task must be a JSON object");
+    return requestJson("PUT", "/svc/cluster/app/" + segment(app), {}, &task);
+}
+void ClientHttp::deleteClusterApp(const std::string &app) { request("DELETE", "/svc/cluster/app/" + segment(app)); }
+nlohmann::json ClientHttp::listClusterNodes() { return requestJson("GET", "/svc/cluster/nodes"); }
+nlohmann::json ClientHttp::getClusterTopology() { return requestJson("GET", "/svc/cluster/topology"); }
+
 // ---- authorization ----
 nlohmann::json ClientHttp::getCurrentPrincipal() { return requestJson("GET", "/svc/principal/self"); }
 std::set<std::string> ClientHttp::getPrincipalPermissions() {

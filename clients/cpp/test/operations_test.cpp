@@ -170,6 +170,20 @@ void bogusWorker(Ctx &ctx, bool fetch) {
     EXPECT_FALSE(reason.empty());
 }
 
+/** A stand-alone daemon answers every /svc/cluster/* operation 404 not_found: reached, refused. */
+void standAloneRefuses(const std::function<void()> &call) {
+    try {
+        call();
+        ADD_FAILURE() << "a stand-alone daemon answered a cluster operation";
+    } catch (const SvcRequestError &e) {
+        EXPECT_EQ(e.status(), 404);
+        EXPECT_EQ(e.code(), "not_found");
+    }
+}
+
+const json CLUSTER_TASK{{"replication", 1}, {"port", 0}, {"memoryMB", 0}, {"condition", json::object()},
+                        {"content", {{"command", "sleep 60"}, {"shell", true}}}};
+
 const std::map<std::string, std::function<void(Ctx &)>> &cases() {
     static const std::map<std::string, std::function<void(Ctx &)>> all{
         {"listApplications", [](Ctx &c) { EXPECT_TRUE(c.rest().listApps().is_array()); }},
@@ -359,6 +373,14 @@ const std::map<std::string, std::function<void(Ctx &)>> &cases() {
              EXPECT_EQ(c.rest().request("GET", "/svc/file/download/ws", {}, {{"X-File-Path", ClientHttp::segment(root + "/d.txt")}}).body,
                        "alias");
          }},
+        {"listClusterApplications", [](Ctx &c) { standAloneRefuses([&] { c.rest().listClusterApps(); }); }},
+        {"getClusterApplication", [](Ctx &c) { standAloneRefuses([&] { c.tcp().getClusterApp("cpp-cluster"); }); }},
+        {"putClusterApplication", [](Ctx &c) {
+             standAloneRefuses([&] { c.rest().addClusterApp("cpp-cluster", CLUSTER_TASK); });
+         }},
+        {"deleteClusterApplication", [](Ctx &c) { standAloneRefuses([&] { c.wss().deleteClusterApp("cpp-cluster"); }); }},
+        {"listClusterNodes", [](Ctx &c) { standAloneRefuses([&] { c.rest().listClusterNodes(); }); }},
+        {"getClusterTopology", [](Ctx &c) { standAloneRefuses([&] { c.tcp().getClusterTopology(); }); }},
     };
     return all;
 }
@@ -462,6 +484,11 @@ TEST(TypedErrors, HostileInputsAreRefusedCleanly) {
     EXPECT_THROW(client->request("GET", "/svc/app/" + std::string(9000, 'x')), WireError);
     EXPECT_THROW(client->request("GET", "/svc/applications", {}, {{"X-Big", std::string(70000, 'b')}}), WireError);
     EXPECT_THROW(client->addApp({{"command", "no name"}}), SvcError);
+    EXPECT_THROW(client->addClusterApp("x", json::array()), SvcError);
+    EXPECT_THROW(client->addClusterApp("", CLUSTER_TASK), SvcError);
+    // A hostile cluster name stays one encoded path segment: refused as a name (not another route).
+    EXPECT_EQ(failure([&] { client->getClusterApp("../../applications"); }), (std::pair<int, std::string>{400, "invalid_name"}));
+    EXPECT_EQ(failure([&] { client->deleteClusterApp(std::string(129, 'n')); }), (std::pair<int, std::string>{400, "invalid_name"}));
     EXPECT_THROW(client->setBearerToken("x\nInjected: 1"), SvcError);
     // The connection survives all of it.
     EXPECT_TRUE(client->listApps().is_array());

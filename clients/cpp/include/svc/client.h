@@ -155,6 +155,23 @@ public:
     void addLabel(const std::string &label, const std::string &value);
     void deleteLabel(const std::string &label);
 
+    // ---- cluster (/svc/cluster/*; a stand-alone daemon answers 404 not_found) ----
+    /** GET /svc/cluster/applications: app name -> task plus `placements` [{host, schedule_time}]. */
+    nlohmann::json listClusterApps();
+    /** GET /svc/cluster/app/{name}: the task plus `placements`. */
+    nlohmann::json getClusterApp(const std::string &app);
+    /**
+     * PUT /svc/cluster/app/{name}: `task` is {replication, port, memoryMB, condition, content}
+     * (content.name, if given, equals `app`).
+     */
+    nlohmann::json addClusterApp(const std::string &app, const nlohmann::json &task);
+    /** DELETE /svc/cluster/app/{name}. */
+    void deleteClusterApp(const std::string &app);
+    /** GET /svc/cluster/nodes: the registered nodes' reports. */
+    nlohmann::json listClusterNodes();
+    /** GET /svc/cluster/topology: host -> the entries scheduled on it. */
+    nlohmann::json getClusterTopology();
+
     // ---- authorization ----
     nlohmann::json getCurrentPrincipal();
     std::set<std::string> getPrincipalPermissions();
