@@ -289,6 +289,7 @@ export async function startDaemon(
       ? undefined
       : (await import('./cluster/security-sync.ts')).startSecuritySync({
           client: cluster.session.client,
+          watchClient: cluster.session.watchClient(),
           store: policy,
           node: config.hostName,
           log: (level, message, fields) =>

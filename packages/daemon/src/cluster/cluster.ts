@@ -1,6 +1,7 @@
 // Cluster mode for one node (spec "Cluster-mode behavior"; docs/cluster.md): opens the registry
 // session, keeps the node report current (labels, resources, leadership) and, on main nodes, runs
 // for leader. Started by daemon.ts when SVC_REGISTRY_URL or Registry.Url is set.
+import type { Etcd3 } from 'etcd3';
 import { readFile } from 'node:fs/promises';
 import type { ClusterConfig } from '../config/registry-config.ts';
 import type { Logger } from '../log/logger.ts';
@@ -100,6 +101,9 @@ export async function startCluster(options: ClusterOptions): Promise<ClusterNode
   const passListeners = new Set<(result: PassResult) => void>();
   let loop: LeaderLoop | undefined;
   let election: Election | undefined;
+  // One watch client for every term's leader loop (created on the first term, closed with the session).
+  let leaderWatch: Etcd3 | undefined;
+  const leaderWatchClient = (): Etcd3 => (leaderWatch ??= session.watchClient());
   if (config.isMainNode) {
     const electionLog = (level: 'info' | 'warn', message: string, fields?: Record<string, unknown>): void =>
       log[level](message, fields);
@@ -112,6 +116,7 @@ export async function startCluster(options: ClusterOptions): Promise<ClusterNode
         void refreshReport();
         const term: LeaderLoop = startLeaderLoop({
           client: session.client,
+          watchClient: leaderWatchClient(),
           fence,
           log: electionLog,
           // Only the loop of the current term may end it.

@@ -58,6 +58,8 @@ class Cancelled extends Error {}
 export function startElection(options: ElectionOptions): Election {
   const { session, log } = options;
   const client = session.client;
+  /** The election's watches run on a client of their own (session.watchClient()). */
+  const watchClient = session.watchClient();
   const retryMs = options.retryMs ?? 500;
   let term: Fence | undefined;
   let stopped = false;
@@ -105,19 +107,25 @@ export function startElection(options: ElectionOptions): Election {
 
   /** Resolves when `key` is deleted (watched from `fromRevision` on), or rejects when cancelled. */
   const waitForDelete = async (key: string, fromRevision: string, mine: number): Promise<void> => {
-    const watcher = await client.watch().key(key).startRevision(fromRevision).only('delete').create();
+    const watcher = await watchClient.watch().key(key).startRevision(fromRevision).only('delete').create();
     watchers.add(watcher);
+    // A watcher etcd cancelled (an error) is never cancelled again: etcd3 1.1.2 throws on its gRPC
+    // stream for the answer to a cancel of a watcher it no longer knows.
+    let failed = false;
     try {
       check(mine);
       await new Promise<void>((resolve, reject) => {
         waits.add(reject);
         watcher.once('delete', () => resolve());
-        watcher.once('error', reject);
+        watcher.once('error', (error: Error) => {
+          failed = true;
+          reject(error);
+        });
         watcher.once('end', () => reject(new Cancelled()));
       });
     } finally {
       watchers.delete(watcher);
-      await watcher.cancel().catch(() => undefined);
+      if (!failed) await watcher.cancel().catch(() => undefined);
     }
   };
 

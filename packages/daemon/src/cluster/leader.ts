@@ -26,6 +26,8 @@ export const MAX_OPS_PER_TXN = 100;
 
 export interface LeaderLoopOptions {
   client: Etcd3;
+  /** The client the loop's watch runs on (its own: session.watchClient()); default `client`. */
+  watchClient?: Etcd3;
   fence: Fence;
   log: (level: 'info' | 'warn', message: string, fields?: Record<string, unknown>) => void;
   /** The fence failed: another node leads. */
@@ -230,7 +232,7 @@ export function startLeaderLoop(options: LeaderLoopOptions): LeaderLoop {
 
   const watch = async (): Promise<void> => {
     try {
-      const created = await client.watch().prefix('svc/cluster/').create();
+      const created = await (options.watchClient ?? client).watch().prefix('svc/cluster/').create();
       if (stopped) {
         await created.cancel();
         return;
@@ -239,8 +241,9 @@ export function startLeaderLoop(options: LeaderLoopOptions): LeaderLoop {
       created.on('data', trigger);
       created.on('error', (error: Error) => {
         // Cancelled (e.g. compacted): watch again from now and re-list.
+        // etcd cancelled it already: never cancelled again (etcd3 1.1.2 throws on the gRPC stream
+        // for the answer to a cancel of a watcher it no longer knows).
         log('warn', 'cluster watch ended; watching again', { error: error.message });
-        void created.cancel().catch(() => undefined);
         if (watcher === created) watcher = undefined;
         if (!stopped) setTimeout(() => void watch().then(trigger), 200).unref();
       });

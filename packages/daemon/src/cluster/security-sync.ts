@@ -33,6 +33,8 @@ import { KEYS } from './records.ts';
 
 export interface SecuritySyncOptions {
   readonly client: Etcd3;
+  /** The client the policy watch runs on (its own: session.watchClient()); default `client`. */
+  watchClient?: Etcd3;
   readonly store: PolicyStore;
   /** This node's host name (written into the version key, for operators). */
   readonly node: string;
@@ -267,7 +269,7 @@ export function startSecuritySync(options: SecuritySyncOptions): SecuritySync {
 
   const watch = async (): Promise<void> => {
     if (watcher !== undefined) return;
-    const created = await client.watch().prefix(KEYS.securityPrefix).create();
+    const created = await (options.watchClient ?? client).watch().prefix(KEYS.securityPrefix).create();
     if (closed) {
       await created.cancel();
       return;
@@ -278,8 +280,8 @@ export function startSecuritySync(options: SecuritySyncOptions): SecuritySync {
     created.on('error', (error) => {
       // Cancelled by etcd (e.g. its revision was compacted): re-list and watch again.
       log('warn', 'security watch cancelled; re-listing', { error: error.message });
+      // etcd cancelled it already: never cancelled again (etcd3 1.1.2 throws on the gRPC stream).
       if (watcher === created) watcher = undefined;
-      void created.cancel().catch(() => undefined);
       if (!closed) void start();
     });
   };

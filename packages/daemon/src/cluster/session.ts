@@ -31,6 +31,13 @@ export interface RegistrySessionOptions {
 
 export interface RegistrySession {
   readonly client: Etcd3;
+  /**
+   * A client of its own for one long-lived watch (closed with the session). etcd3 1.1.2 matches a
+   * "created and cancelled" answer to the first pending watcher of its client, so several watchers
+   * on one client (the session's) can get each other's answers, and a later one naming no watcher
+   * throws on the gRPC stream and ends the process (registry-watch.ts).
+   */
+  watchClient(): Etcd3;
   readonly ttlSeconds: number;
   /** The current lease id (decimal string), or undefined while none is granted. */
   leaseId(): string | undefined;
@@ -89,6 +96,7 @@ export async function openRegistrySession(options: RegistrySessionOptions): Prom
   // Loaded on demand: a stand-alone daemon never pays for gRPC.
   const { Etcd3 } = await import('etcd3');
   const client = new Etcd3(etcdClientOptions(options.urls, options.tls));
+  const watchClients = new Set<Etcd3>();
   const log = options.log ?? ((): void => undefined);
   const now = options.now ?? Date.now;
   const ttlMs = options.ttlSeconds * 1000;
@@ -273,6 +281,11 @@ export async function openRegistrySession(options: RegistrySessionOptions): Prom
       downListeners.add(listener);
       return () => downListeners.delete(listener);
     },
+    watchClient() {
+      const extra = new Etcd3(etcdClientOptions(options.urls, options.tls));
+      watchClients.add(extra);
+      return extra;
+    },
     async close() {
       closed = true;
       clearInterval(watchdog);
@@ -284,6 +297,8 @@ export async function openRegistrySession(options: RegistrySessionOptions): Prom
         // revoke() ends the keepalive loop first (etcd3: close() would leave it running).
         await current.revoke({ deadline: new Date(Date.now() + 2_000) }).catch(() => current.release());
       }
+      for (const extra of watchClients) extra.close();
+      watchClients.clear();
       client.close();
     },
   };
