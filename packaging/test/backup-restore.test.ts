@@ -8,7 +8,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestDaemon, startTestIssuer, type TestDaemon, type TestIssuer } from '@svc/testkit';
+import { startTestDaemon, startTestIssuer, waitFor, type TestDaemon, type TestIssuer } from '@svc/testkit';
 
 const SCRIPT = resolve(import.meta.dirname, '../../script/svc-backup.sh');
 const SECRET = 'restored-secret-value-7f3a';
@@ -44,16 +44,6 @@ function tarList(archive: string): Promise<string[]> {
     child.on('error', reject);
     child.on('close', () => done(stdout.split('\n').filter((l) => l !== '')));
   });
-}
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((done) => setTimeout(done, 50));
-  }
 }
 
 beforeAll(async () => {
@@ -123,17 +113,23 @@ describe('backup and restore of work/', () => {
     expect(restored.code, restored.stderr).toBe(0);
     second = await startTestDaemon({ issuer, home: newHome });
     const token = await second.token('admin');
-    const names = await until('the restored apps', async () => {
-      const list = await second!.rest().call('GET', '/svc/applications', { token });
-      const found = list.json<{ name: string }[]>().map((a) => a.name);
-      return acknowledged.every((n) => found.includes(n)) ? found : undefined;
-    });
+    const names = await waitFor(
+      async () => {
+        const list = await second!.rest().call('GET', '/svc/applications', { token });
+        const found = list.json<{ name: string }[]>().map((a) => a.name);
+        return acknowledged.every((n) => found.includes(n)) ? found : undefined;
+      },
+      { what: 'the restored apps', timeoutMs: 30_000, intervalMs: 50 },
+    );
     expect(names).toEqual(expect.arrayContaining(acknowledged));
     // secret_env is readable on the new host: the restored process got the decrypted value.
-    await until('the secret in the restored app output', async () => {
-      const output = await second!.rest().call('GET', '/svc/app/keeper/output', { token });
-      return output.text().includes(`token=${SECRET}`) ? true : undefined;
-    });
+    await waitFor(
+      async () => {
+        const output = await second!.rest().call('GET', '/svc/app/keeper/output', { token });
+        return output.text().includes(`token=${SECRET}`);
+      },
+      { what: 'the secret in the restored app output', timeoutMs: 30_000, intervalMs: 50 },
+    );
   }, 120_000);
 
   it('refuses to restore over a running svcd or existing state, and explains bad usage', async () => {

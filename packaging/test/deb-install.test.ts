@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EPHEMERAL_PORTS_ENV } from '@svc/testkit';
+import { EPHEMERAL_PORTS_ENV, waitFor } from '@svc/testkit';
 import { buildDeb } from '../deb/build-deb.ts';
 
 const run = promisify(execFile);
@@ -24,18 +24,15 @@ let deb: string;
 let svcd: ChildProcess | undefined;
 let svcdStderr = '';
 
-async function untilFile<T>(
-  file: string,
-  parse: (text: string) => T | undefined,
-  timeoutMs = 60_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await readFile(file, 'utf8').then(parse, () => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${file}:\n${svcdStderr.slice(-3000)}`);
-    await new Promise((done) => setTimeout(done, 50));
-  }
+/** `file` parsed, once `parse` accepts it (bounded); a failure shows svcd's last words. */
+function untilFile<T>(file: string, parse: (text: string) => T | undefined, timeoutMs = 60_000): Promise<T> {
+  return waitFor(() => readFile(file, 'utf8').then(parse, () => undefined), {
+    what: file,
+    timeoutMs,
+    intervalMs: 50,
+  }).catch((error: Error) => {
+    throw new Error(`${error.message}:\n${svcdStderr.slice(-3000)}`, { cause: error });
+  });
 }
 
 function inTree(path: string): string {

@@ -10,7 +10,14 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import YAML from 'yaml';
-import { BUILTIN_MODE_ENV, freePort, restClient, startTestDaemon, type TestDaemon } from '@svc/testkit';
+import {
+  BUILTIN_MODE_ENV,
+  freePort,
+  restClient,
+  startTestDaemon,
+  waitFor,
+  type TestDaemon,
+} from '@svc/testkit';
 
 const REPO = resolve(import.meta.dirname, '../..');
 const METRICS = join(REPO, 'packaging/metrics');
@@ -25,17 +32,14 @@ let prometheusLog = '';
 let api: string;
 let agentUrl: string;
 
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline)
-      throw new Error(
-        `timed out waiting for ${what}\nrefresher:\n${refresherLog.slice(-2000)}\nprometheus:\n${prometheusLog.slice(-2000)}`,
-      );
-    await new Promise((done) => setTimeout(done, 100));
-  }
+/** A bounded wait whose failure also shows what the refresher and Prometheus said. */
+function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
+  return waitFor(probe, { what, timeoutMs, intervalMs: 100 }).catch((error: Error) => {
+    throw new Error(
+      `${error.message}\nrefresher:\n${refresherLog.slice(-2000)}\nprometheus:\n${prometheusLog.slice(-2000)}`,
+      { cause: error },
+    );
+  });
 }
 
 /** `script/svc-auth.sh` of the checkout against the daemon's SVC_HOME (stdin carries secrets). */

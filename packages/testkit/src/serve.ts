@@ -7,6 +7,7 @@ import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { restClient, type ApiClient } from './clients.ts';
 import { BUILTIN_MODE_ENV, startTestDaemon, type TestDaemon } from './daemon.ts';
+import { waitFor } from './wait-for.ts';
 
 /** Version of the line's shape (spec/testkit.schema.json); raised on an incompatible change. */
 export const SERVE_INFO_VERSION = 1;
@@ -93,6 +94,28 @@ export function parseServeArgs(args: readonly string[]): ServeOptions & { json: 
   return options;
 }
 
+/** The fields of the line that say where the daemon (and the agent, when it runs) listens. */
+function whereItListens(
+  daemon: TestDaemon,
+  agent: { agentPort: number; agentUrl: string } | undefined,
+): Pick<ServeInfo, 'version' | 'pid' | 'home' | 'rest' | 'wss' | 'tcp' | 'ports' | 'agent' | 'ca'> {
+  return {
+    version: SERVE_INFO_VERSION,
+    pid: daemon.pid,
+    home: daemon.home,
+    rest: daemon.restUrl,
+    wss: daemon.restUrl.replace(/^https:/, 'wss:'),
+    tcp: `127.0.0.1:${daemon.tcpPort}`,
+    ports: {
+      rest: daemon.restPort,
+      tcp: daemon.tcpPort,
+      ...(agent === undefined ? {} : { agent: agent.agentPort }),
+    },
+    ...(agent === undefined ? {} : { agent: agent.agentUrl }),
+    ca: join(daemon.workDir, 'ssl', 'ca.pem'),
+  };
+}
+
 export async function startServedDaemon(
   options: ServeOptions,
 ): Promise<{ daemon: TestDaemon; info: ServeInfo }> {
@@ -112,19 +135,7 @@ export async function startServedDaemon(
     ]);
     const agent = options.agent ? await daemon.agent() : undefined;
     const info: ServeInfo = {
-      version: SERVE_INFO_VERSION,
-      pid: daemon.pid,
-      home: daemon.home,
-      rest: daemon.restUrl,
-      wss: daemon.restUrl.replace(/^https:/, 'wss:'),
-      tcp: `127.0.0.1:${daemon.tcpPort}`,
-      ports: {
-        rest: daemon.restPort,
-        tcp: daemon.tcpPort,
-        ...(agent === undefined ? {} : { agent: agent.agentPort }),
-      },
-      ...(agent === undefined ? {} : { agent: agent.agentUrl }),
-      ca: join(daemon.workDir, 'ssl', 'ca.pem'),
+      ...whereItListens(daemon, agent),
       issuer: issuer.issuer,
       audience: 'svc-api',
       tokens: { 'svc-admin': admin, 'svc-maintenance': maintenance, 'svc-viewer': viewer, machine },
@@ -148,16 +159,6 @@ const USER_SCOPE = 'openid audience:server:client_id:svc-api';
 const MACHINE_SCOPE = 'audience:server:client_id:svc-api';
 /** The identity provider and the agent are system apps: their first start takes a few seconds. */
 const BUILTIN_START_TIMEOUT_MS = 60_000;
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + BUILTIN_START_TIMEOUT_MS;
-  for (;;) {
-    const value = await probe().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((done) => setTimeout(done, 50));
-  }
-}
 
 /** A secret file of work/auth/secrets: its whole text, or the value of one `key=value` line. */
 async function secret(daemon: TestDaemon, file: string, key?: string): Promise<string> {
@@ -196,12 +197,16 @@ async function startBuiltinDaemon(): Promise<{ daemon: TestDaemon; info: ServeIn
   try {
     const { agentUrl, agentPort } = await daemon.agent();
     const agent = restClient(agentUrl, daemon.ca);
-    const issuer = await until('the issuer port in /svc/auth/config', async () => {
-      const doc = (await daemon.rest().call('GET', '/svc/auth/config')).json<{ issuer: string }>();
-      return /:0\/auth$/.test(doc.issuer) ? undefined : doc.issuer;
-    });
-    await until('issuer discovery through the agent', async () =>
-      (await agent.call('GET', '/auth/.well-known/openid-configuration')).status === 200 ? true : undefined,
+    const issuer = await waitFor(
+      async () => {
+        const doc = (await daemon.rest().call('GET', '/svc/auth/config')).json<{ issuer: string }>();
+        return /:0\/auth$/.test(doc.issuer) ? undefined : doc.issuer;
+      },
+      { what: 'the issuer port in /svc/auth/config', timeoutMs: BUILTIN_START_TIMEOUT_MS, intervalMs: 50 },
+    );
+    await waitFor(
+      async () => (await agent.call('GET', '/auth/.well-known/openid-configuration')).status === 200,
+      { what: 'issuer discovery through the agent', timeoutMs: BUILTIN_START_TIMEOUT_MS, intervalMs: 50 },
     );
     const users = {
       'svc-admin': {
@@ -232,15 +237,7 @@ async function startBuiltinDaemon(): Promise<{ daemon: TestDaemon; info: ServeIn
       }),
     ]);
     const info: ServeInfo = {
-      version: SERVE_INFO_VERSION,
-      pid: daemon.pid,
-      home: daemon.home,
-      rest: daemon.restUrl,
-      wss: daemon.restUrl.replace(/^https:/, 'wss:'),
-      tcp: `127.0.0.1:${daemon.tcpPort}`,
-      ports: { rest: daemon.restPort, tcp: daemon.tcpPort, agent: agentPort },
-      agent: agentUrl,
-      ca: join(daemon.workDir, 'ssl', 'ca.pem'),
+      ...whereItListens(daemon, { agentPort, agentUrl }),
       issuer,
       audience: 'svc-api',
       // The machine identity holds svc-maintenance; no built-in user does.

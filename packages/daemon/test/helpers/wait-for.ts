@@ -1,31 +1,4 @@
-// Wait for a condition with a bounded deadline (never a bare sleep as synchronisation).
-// The predicate is re-checked on a short period; the error names what was awaited.
-export interface WaitForOptions {
-  timeoutMs?: number;
-  what?: string;
-  /** Re-check period, default 5 ms. */
-  intervalMs?: number;
-}
-
-export async function waitFor<T>(
-  predicate: () => T | undefined | false | null | Promise<T | undefined | false | null>,
-  options: WaitForOptions = {},
-): Promise<T> {
-  const timeoutMs = options.timeoutMs ?? 10_000;
-  const deadline = Date.now() + timeoutMs;
-  let lastError: unknown;
-  for (;;) {
-    try {
-      const value = await predicate();
-      if (value !== undefined && value !== false && value !== null) return value;
-    } catch (error) {
-      lastError = error;
-    }
-    if (Date.now() >= deadline) {
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${options.what ?? 'a condition'}`, {
-        cause: lastError,
-      });
-    }
-    await new Promise((resolve) => setTimeout(resolve, options.intervalMs ?? 5));
-  }
-}
+// The bounded wait of the test kit (packages/testkit/src/wait-for.ts), under the path the daemon's
+// tests have always imported it from.
+export { waitFor } from '@svc/testkit';
+export type { WaitForOptions } from '@svc/testkit';
