@@ -106,9 +106,12 @@ def wait_for_run(
 
 
 def _backfill(client: PersistentClient, run: AppRun, outcome: _Outcome) -> None:
-    """Read what was printed before the subscription; stops at no new bytes or an exit."""
+    """Read what was printed before the subscription; stops at no new bytes or an exit.
+
+    It reads to the end even when an EXIT event has already decided the outcome (a process that
+    exits at once): the bytes it printed before the subscription reach the handler only here."""
     position = 0
-    while not outcome.done.is_set():
+    while True:
         query = {"stdout_position": str(position), "stdout_maxsize": str(_BACKFILL_MAXSIZE)}
         if run.process_uuid:
             query["process_uuid"] = run.process_uuid
