@@ -1,6 +1,8 @@
-// Figure 11: the worker task loop. A managed worker (lib/task-worker.ts, 8 fetch loops over HTTPS
-// with its injected process key) echoes every task; a client POSTs /svc/app/worker/task over TLS TCP
-// and over REST (keep-alive): sequential round trips (p50/p99), then tasks/s with 8 in flight.
+// Figure 11: the worker task loop. A managed worker (lib/task-worker.ts: 8 loops of @svc/client's
+// runWorker sharing one TLS TCP connection, with its injected process key) echoes every task; a
+// client POSTs /svc/app/worker/task over TLS TCP and over REST (keep-alive): sequential round trips
+// (p50/p99), then tasks/s with 8 in flight, with svcd's CPU time per task; last, the TCP figure
+// again with the worker fetching over HTTPS with the global fetch (the worker of earlier runs).
 // No peer has a task loop; the floor is a bare HTTPS / TLS TCP echo (lib/floor-server.ts, one
 // client → server → response hop, svcd's certificate), where svc makes three hops (client → svcd,
 // svcd → worker's pending GET, worker's PUT → svcd → client).
@@ -11,7 +13,7 @@ import { join } from 'node:path';
 import { tcpClient } from '@svc/testkit';
 import { keepAliveRest, ok } from './lib/rest.ts';
 import { latencyRow, type Benchmark, type Figure, type Row } from './lib/report.ts';
-import { closedLoop, killGroup, log, onCleanup, sequential, summarize } from './lib/util.ts';
+import { closedLoop, cpuMs, killGroup, log, onCleanup, sequential, summarize } from './lib/util.ts';
 import { startSvc } from './managers/svc.ts';
 import { commandLine } from './managers/types.ts';
 
@@ -40,17 +42,22 @@ export const tasksBenchmark: Benchmark = {
     const latency: Row[] = [];
     const rates: Row[] = [];
     try {
-      ok(
-        await svc.rest.call('PUT', '/svc/app/worker', {
-          command: commandLine([process.execPath, WORKER]),
-          behavior: { exit: 'standby' },
-          env: {
-            NODE_EXTRA_CA_CERTS: join(svc.daemon.workDir, 'ssl', 'ca.pem'),
-            WORKER_CONCURRENCY: String(inFlight),
-          },
-        }),
-        'PUT worker',
-      );
+      const registerWorker = async (transport: 'tcp' | 'fetch'): Promise<void> => {
+        ok(
+          await svc.rest.call('PUT', '/svc/app/worker', {
+            command: commandLine([process.execPath, WORKER]),
+            behavior: { exit: 'standby' },
+            env: {
+              NODE_EXTRA_CA_CERTS: join(svc.daemon.workDir, 'ssl', 'ca.pem'),
+              WORKER_CONCURRENCY: String(inFlight),
+              WORKER_TRANSPORT: transport,
+              WORKER_TCP_PORT: String(svc.daemon.tcpPort),
+            },
+          }),
+          'PUT worker',
+        );
+      };
+      await registerWorker('tcp');
       const floorBody = 'result';
       await writeFile(join(dir, 'body.txt'), floorBody);
       const ssl = join(svc.daemon.workDir, 'ssl');
@@ -96,6 +103,22 @@ export const tasksBenchmark: Benchmark = {
           check(r.status, r.body, svcSide ? JSON.stringify(payload) : undefined, 'REST task');
         };
       };
+      /** Tasks/s with `inFlight` outstanding, p50/p99 and (svc) svcd's CPU time per task in the note. */
+      const rate = async (subject: string, group: string, call: Call, svcSide: boolean): Promise<Row> => {
+        const cpuBefore = cpuMs(svc.daemon.pid);
+        const p = await closedLoop(call, inFlight, ms);
+        const cpu = svcSide
+          ? `, svcd CPU ${(((cpuMs(svc.daemon.pid) - cpuBefore) * 1000) / p.samples.length).toFixed(0)} µs/task`
+          : '';
+        const s = summarize(p.samples);
+        return {
+          subject,
+          group,
+          value: p.rate,
+          n: s.n,
+          note: `p50 ${s.p50.toFixed(2)} ms, p99 ${s.p99.toFixed(2)} ms${cpu}`,
+        };
+      };
       const floorUrl = `https://127.0.0.1:${ports.https}`;
       const variants: {
         name: string;
@@ -132,17 +155,19 @@ export const tasksBenchmark: Benchmark = {
           [`svc ${v.name}`, v.svc],
           [v.floor, v.bare],
         ] as const) {
-          const p = await closedLoop(await make(inFlight), inFlight, ms);
-          const s = summarize(p.samples);
-          rates.push({
-            subject,
-            group: v.name,
-            value: p.rate,
-            n: s.n,
-            note: `p50 ${s.p50.toFixed(2)} ms, p99 ${s.p99.toFixed(2)} ms`,
-          });
+          rates.push(await rate(subject, v.name, await make(inFlight), subject.startsWith('svc')));
         }
       }
+      log(`tasks: TCP ${inFlight} in flight, worker fetching over HTTPS (${ms} ms)`);
+      await registerWorker('fetch');
+      rates.push(
+        await rate(
+          'svc TCP, worker with fetch over HTTPS',
+          'TCP',
+          await tcpCall(svc.daemon.tcpPort, true),
+          true,
+        ),
+      );
     } finally {
       for (const close of closers.reverse()) await close().catch(() => undefined);
       await svc.close();
@@ -158,7 +183,7 @@ export const tasksBenchmark: Benchmark = {
       },
       {
         id: '11b',
-        title: `Tasks/s, ${inFlight} in flight (worker with ${inFlight} fetch loops)`,
+        title: `Tasks/s, ${inFlight} in flight (worker: ${inFlight} runWorker loops on one TCP connection)`,
         unit: 'tasks/s',
         better: 'higher',
         rows: rates,

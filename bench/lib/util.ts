@@ -44,6 +44,17 @@ export function rssKiB(pid: number): number | undefined {
   }
 }
 
+/** CPU time (user + system) a process has used so far, in ms (clock ticks of 10 ms), or 0 when it is gone. */
+export function cpuMs(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return 0;
+  }
+}
+
 /** True while a process with this pid exists (and is not a zombie). */
 export function alive(pid: number): boolean {
   try {

@@ -174,7 +174,11 @@ export async function startDaemon(
   const ready = new Promise<(request: ApiRequest) => Promise<ApiResponse>>(
     (resolve) => (resolveReady = resolve),
   );
-  const gate = async (request: ApiRequest): Promise<ApiResponse> => (await ready)(request);
+  // Once ready, requests go straight to the dispatcher (no await of `ready` per request).
+  let readyDispatch: ((request: ApiRequest) => Promise<ApiResponse>) | undefined;
+  void ready.then((dispatch) => (readyDispatch = dispatch));
+  const gate = (request: ApiRequest): Promise<ApiResponse> =>
+    readyDispatch === undefined ? ready.then((dispatch) => dispatch(request)) : readyDispatch(request);
   let resolvePreflight!: (preflight: Preflight) => void;
   const preflightReady = new Promise<Preflight>((resolve) => (resolvePreflight = resolve));
   // svc-agent proves a relayed request with its own process key (transports/agent-relay.ts).
@@ -357,17 +361,16 @@ export async function startDaemon(
   // At debug level every request is logged (method, path without query, status): the line an
   // operator turns on with POST /svc/config {"BaseConfig": {"LogLevel": "DEBUG"}}.
   const apiLog = logger.child({ component: 'api' });
-  const logged: typeof dispatch = async (request) => {
-    const response = await dispatch(request);
-    apiLog.debug('request', {
-      method: request.method,
-      path: request.path.slice(0, 256),
-      status: response.status,
-      transport: request.transport,
-    });
-    return response;
-  };
-  resolveReady(metrics.instrument(router, logged));
+  resolveReady(
+    metrics.instrument(router, dispatch, (request, response) =>
+      apiLog.debug('request', {
+        method: request.method,
+        path: request.path.slice(0, 256),
+        status: response.status,
+        transport: request.transport,
+      }),
+    ),
+  );
 
   const portsFile = new PortsFile(work);
   await portsFile.set('rest', restPort);

@@ -10,6 +10,8 @@ const MAX_PATH_LENGTH = 4096;
 interface CompiledRoute<S> {
   operation: Operation<S>;
   segments: readonly ({ literal: string } | { param: string })[];
+  /** Indexes of the literal segments, compared before any parameter is decoded. */
+  literals: readonly number[];
 }
 
 export interface RouteMatch<S> {
@@ -21,16 +23,20 @@ export interface RouteMatch<S> {
 const NAME_PARAMS = new Set(['name', 'key', 'role']);
 
 export class Router<S> {
-  readonly #routes: CompiledRoute<S>[];
+  /** Routes by segment count, each list in table order (the first match wins). */
+  readonly #bySize = new Map<number, CompiledRoute<S>[]>();
 
   constructor(operations: readonly Operation<S>[]) {
-    this.#routes = operations.map((operation) => ({
-      operation,
-      segments: operation.path
+    for (const operation of operations) {
+      const segments = operation.path
         .split('/')
         .slice(1)
-        .map((part) => (part.startsWith('{') ? { param: part.slice(1, -1) } : { literal: part })),
-    }));
+        .map((part) => (part.startsWith('{') ? { param: part.slice(1, -1) } : { literal: part }));
+      const literals = segments.flatMap((segment, i) => ('literal' in segment ? [i] : []));
+      const routes = this.#bySize.get(segments.length) ?? [];
+      routes.push({ operation, segments, literals });
+      this.#bySize.set(segments.length, routes);
+    }
   }
 
   match(method: string, path: string): RouteMatch<S> {
@@ -38,8 +44,8 @@ export class Router<S> {
     if (!path.startsWith('/')) throw new SvcError('bad_request', 'request path must start with "/"');
     const parts = path.split('/').slice(1);
     let pathMatched = false;
-    for (const route of this.#routes) {
-      const params = matchSegments(route.segments, parts);
+    for (const route of this.#bySize.get(parts.length) ?? []) {
+      const params = matchSegments(route, parts);
       if (params === undefined) continue;
       pathMatched = true;
       if (route.operation.method !== method) continue;
@@ -51,27 +57,26 @@ export class Router<S> {
   }
 }
 
+/** The route's parameters when `parts` (as many as the route's segments) match it. */
 function matchSegments(
-  segments: CompiledRoute<unknown>['segments'],
+  route: CompiledRoute<unknown>,
   parts: readonly string[],
 ): Record<string, string> | undefined {
-  if (segments.length !== parts.length) return undefined;
+  const { segments, literals } = route;
+  for (const i of literals) if ((segments[i] as { literal: string }).literal !== parts[i]) return undefined;
   const params: Record<string, string> = {};
   for (let i = 0; i < segments.length; i++) {
     const segment = segments[i]!;
+    if ('literal' in segment) continue;
     const part = parts[i]!;
-    if ('literal' in segment) {
-      if (segment.literal !== part) return undefined;
-    } else {
-      if (part.length === 0) return undefined;
-      let decoded: string;
-      try {
-        decoded = decodeURIComponent(part);
-      } catch (cause) {
-        throw new SvcError('bad_request', `path segment is not valid percent-encoding`, { cause });
-      }
-      params[segment.param] = decoded;
+    if (part.length === 0) return undefined;
+    let decoded: string;
+    try {
+      decoded = decodeURIComponent(part);
+    } catch (cause) {
+      throw new SvcError('bad_request', `path segment is not valid percent-encoding`, { cause });
     }
+    params[segment.param] = decoded;
   }
   return params;
 }

@@ -209,9 +209,16 @@ interface KeySet {
   readonly kids: ReadonlySet<string>;
 }
 
+/** Tokens remembered by their text in front of the digest cache (at most 32 × 16 KiB). */
+const RECENT_TOKENS = 32;
+
 interface CacheEntry {
   readonly result: VerifiedToken;
   readonly expiresAtMs: number;
+  /** Its key in the cache (SHA-256 of the token). */
+  readonly digest: string;
+  /** The token's text while the entry is also among the recent ones (dropped with the entry). */
+  recentAs?: string | undefined;
 }
 
 export interface OidcTokenVerifier extends TokenVerifier {
@@ -240,6 +247,28 @@ export function createOidcTokenVerifier(options: OidcTokenVerifierOptions): Oidc
   let lastLoadFailure: { at: number; error: SvcError } | undefined;
   // Map iteration order is insertion order: the first key is the least recently used.
   const cache = new Map<string, CacheEntry>();
+  // In front of it, the few most recent tokens by their text: a persistent connection presents the
+  // same token on every request, and this spares the SHA-256 of it per request. Cleared with the
+  // cache; entries expire with their token like the cache's.
+  const recent = new Map<string, CacheEntry>();
+  const clearCaches = (): void => {
+    cache.clear();
+    recent.clear();
+  };
+  const forgetRecent = (token: string): void => {
+    const entry = recent.get(token);
+    if (entry === undefined) return;
+    entry.recentAs = undefined;
+    recent.delete(token);
+  };
+  const rememberRecent = (token: string, entry: CacheEntry): void => {
+    if (recent.size >= RECENT_TOKENS) {
+      const oldest = recent.keys().next();
+      if (oldest.done !== true) forgetRecent(oldest.value);
+    }
+    entry.recentAs = token;
+    recent.set(token, entry);
+  };
 
   async function getJson(url: string, what: string): Promise<unknown> {
     let response: FetchResponseLike;
@@ -329,7 +358,7 @@ export function createOidcTokenVerifier(options: OidcTokenVerifierOptions): Oidc
     refetching = fetchKeySet(uri)
       .then((fresh) => {
         // A key that left the JWKS is no longer trusted: re-verify every cached token.
-        if ([...(keySet?.kids ?? [])].some((kid) => !fresh.kids.has(kid))) cache.clear();
+        if ([...(keySet?.kids ?? [])].some((kid) => !fresh.kids.has(kid))) clearCaches();
         keySet = fresh;
         return fresh;
       })
@@ -347,24 +376,40 @@ export function createOidcTokenVerifier(options: OidcTokenVerifierOptions): Oidc
     return keys.getKey(header, token);
   };
 
-  function remember(digest: string, result: VerifiedToken): void {
+  function remember(token: string, digest: string, result: VerifiedToken): void {
     if (cache.size >= cacheSize) {
-      const oldest = cache.keys().next();
-      if (oldest.done !== true) cache.delete(oldest.value);
+      const oldest = cache.entries().next();
+      if (oldest.done !== true) {
+        cache.delete(oldest.value[0]);
+        if (oldest.value[1].recentAs !== undefined) forgetRecent(oldest.value[1].recentAs);
+      }
     }
-    cache.set(digest, { result, expiresAtMs: result.expiresAt * 1000 });
+    const entry: CacheEntry = { result, expiresAtMs: result.expiresAt * 1000, digest };
+    cache.set(digest, entry);
+    rememberRecent(token, entry);
   }
 
   return {
     async verify(token: string): Promise<VerifiedToken> {
       if (typeof token !== 'string' || token.length === 0) throw invalidToken('token missing');
       if (token.length > MAX_TOKEN_LENGTH) throw invalidToken('token too large');
+      const known = recent.get(token);
+      if (known !== undefined) {
+        // Still in the cache (an entry leaves both together): most recently used there too.
+        cache.delete(known.digest);
+        if (known.expiresAtMs > now()) {
+          cache.set(known.digest, known);
+          return known.result;
+        }
+        forgetRecent(token);
+      }
       const digest = createHash('sha256').update(token).digest('base64');
       const hit = cache.get(digest);
       if (hit !== undefined) {
         cache.delete(digest);
         if (hit.expiresAtMs > now()) {
           cache.set(digest, hit);
+          rememberRecent(token, hit);
           return hit.result;
         }
       }
@@ -389,11 +434,11 @@ export function createOidcTokenVerifier(options: OidcTokenVerifierOptions): Oidc
       const result: VerifiedToken = Object.freeze(
         clientId === undefined ? { principalId, expiresAt } : { principalId, expiresAt, clientId },
       );
-      remember(digest, result);
+      remember(token, digest, result);
       return result;
     },
     clearCache() {
-      cache.clear();
+      clearCaches();
     },
   };
 }

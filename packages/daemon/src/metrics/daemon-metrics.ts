@@ -133,13 +133,20 @@ export class DaemonMetrics {
     else if (event.type === 'REMOVED') this.#exited.delete(event.app);
   }
 
-  /** Wraps the dispatch function: every request of every transport is counted once, by route. */
+  /**
+   * Wraps the dispatch function: every request of every transport is counted once, by route, and
+   * then told to `after` (the debug log line). The labelled series are looked up by one string key
+   * (prom-client would hash the label object on every call).
+   */
   instrument(
     router: Router<unknown>,
     dispatch: (request: ApiRequest) => Promise<ApiResponse>,
+    after?: (request: ApiRequest, response: ApiResponse) => void,
   ): (request: ApiRequest) => Promise<ApiResponse> {
+    type Series = { requests: { inc(): void }; duration: { observe(value: number): void } };
+    const series = new Map<string, Series>();
     return async (request) => {
-      const end = this.#duration.startTimer();
+      const started = performance.now();
       const response = await dispatch(request);
       let route = 'unmatched';
       try {
@@ -147,13 +154,25 @@ export class DaemonMetrics {
       } catch {
         // 404/405/400 from the router: counted as unmatched (the raw path is never a label)
       }
-      end({ route, transport: request.transport });
-      this.#requests.inc({
-        route,
-        method: request.method,
-        status: String(response.status),
-        transport: request.transport,
-      });
+      const status = String(response.status);
+      const key = `${route} ${request.method} ${status} ${request.transport}`;
+      let one = series.get(key);
+      if (one === undefined) {
+        one = {
+          requests: this.#requests.labels({
+            route,
+            method: request.method,
+            status,
+            transport: request.transport,
+          }),
+          duration: this.#duration.labels({ route, transport: request.transport }),
+        };
+        // Routes, statuses and transports are finite; a client's free-form method is not: bounded.
+        if (series.size < 4096) series.set(key, one);
+      }
+      one.duration.observe((performance.now() - started) / 1000);
+      one.requests.inc();
+      after?.(request, response);
       return response;
     };
   }

@@ -167,6 +167,18 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
   // each call (~0.1 ms on the start path and on every worker request's key check).
   const secret = createSecretKey(options.processKeySecret);
   const keyOf = (uuid: string): string => createHmac('sha256', secret).update(uuid).digest('hex');
+  // The keys of recent process uuids as bytes: a worker's every task request checks its key, and
+  // the HMAC per check was most of that check's cost. Bounded; a dropped entry is recomputed.
+  const keyBytes = new Map<string, Buffer>();
+  const keyBytesOf = (uuid: string): Buffer => {
+    let bytes = keyBytes.get(uuid);
+    if (bytes === undefined) {
+      if (keyBytes.size >= 1024) keyBytes.clear();
+      bytes = createHmac('sha256', secret).update(uuid).digest();
+      keyBytes.set(uuid, bytes);
+    }
+    return bytes;
+  };
 
   const apps = new Map<string, AppLifecycle>();
   /** Source of every app's definition (definition-sources.ts). */
@@ -850,7 +862,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
       if (app === undefined || !/^[0-9a-f]{64}$/.test(key)) return 'unknown';
       const given = Buffer.from(key, 'hex');
       for (const [i, uuid] of app.runtime.uuids.entries()) {
-        if (timingSafeEqual(given, Buffer.from(keyOf(uuid), 'hex'))) return i === 0 ? 'ok' : 'superseded';
+        if (timingSafeEqual(given, keyBytesOf(uuid))) return i === 0 ? 'ok' : 'superseded';
       }
       return 'unknown';
     },

@@ -10,6 +10,7 @@ import type { ConnectionGuard } from './connection-guard.ts';
 import { guardTlsServer } from './connection-deadlines.ts';
 import { loggerAsListenerLog } from './rest-transport.ts';
 import { WireSession, preAuthFrameBytes } from './wire-session.ts';
+import { turnWriteBatch } from './write-batch.ts';
 
 export interface TcpTransportOptions {
   tls: TlsMaterial;
@@ -36,7 +37,7 @@ export function createTcpServer(options: TcpTransportOptions): Server {
     socket.setKeepAlive(true, 30_000);
     // Small frames until the connection authenticates (bearer or process key), then the limit.
     const decoder = new FrameDecoder({ maxBodyBytes: preAuthFrameBytes(limits) });
-    let corked = false;
+    const hold = turnWriteBatch(socket);
     const session = new WireSession({
       transport: 'tcp',
       remoteAddress: remote,
@@ -45,17 +46,9 @@ export function createTcpServer(options: TcpTransportOptions): Server {
       idleTimeoutMs: limits.idleTimeoutMs,
       onAuthenticated: () => (decoder.maxBodyBytes = limits.maxFrameBytes),
       sink: {
-        // Writes made in one turn of the event loop (an event pushed to many subscriptions, a
-        // burst of responses) leave in one writev: cork on the first, uncork after the turn.
+        // The writes of one event-loop turn leave together (write-batch.ts).
         write: (bytes) => {
-          if (!corked) {
-            corked = true;
-            socket.cork();
-            queueMicrotask(() => {
-              corked = false;
-              socket.uncork();
-            });
-          }
+          hold();
           socket.write(encodeFrameHeader(bytes.byteLength));
           socket.write(bytes);
         },

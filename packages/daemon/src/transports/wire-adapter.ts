@@ -11,21 +11,52 @@ export function toApiRequest(
   remoteAddress: string,
   relayedByAgent = false,
 ): ApiRequest {
-  const headers: Record<string, string> = {};
-  for (const [key, value] of Object.entries(message.headers)) headers[key.toLowerCase()] = value;
-  // request_uri may carry a query string too; explicit `query` entries win.
-  const { path, query } = splitTarget(message.request_uri);
+  // request_uri may carry a query string too; explicit `query` entries win. The decoded message's
+  // own objects are used as they are where nothing needs changing (a fresh decode per frame).
+  const mark = message.request_uri.indexOf('?');
+  let path = message.request_uri;
+  let query = message.query;
+  if (mark !== -1) {
+    const target = splitTarget(message.request_uri);
+    path = target.path;
+    query = { ...target.query, ...message.query };
+  }
   return {
     method: message.http_method.toUpperCase(),
     path,
-    query: { ...query, ...message.query },
-    headers,
+    query,
+    headers: lowerCaseNames(message.headers),
     body: message.body,
     transport: connection.transport,
     remoteAddress,
     relayedByAgent,
     connection,
   };
+}
+
+/** The headers with lower-case names: the same object when every name already is (the usual case). */
+function lowerCaseNames(headers: Record<string, string>): Record<string, string> {
+  let lower = true;
+  for (const key of Object.keys(headers)) {
+    if (key === '__proto__' || hasUpperCase(key)) {
+      lower = false;
+      break;
+    }
+  }
+  if (lower) return headers;
+  const out: Record<string, string> = {};
+  for (const [key, value] of Object.entries(headers)) out[key.toLowerCase()] = value;
+  return out;
+}
+
+function hasUpperCase(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code >= 65 && code <= 90) return true;
+    // Non-ASCII: toLowerCase may change it (for example U+0130); take the copying path.
+    if (code > 127) return true;
+  }
+  return false;
 }
 
 export function toWireResponse(request: Request, response: ApiResponse): Response {

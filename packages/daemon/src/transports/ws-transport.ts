@@ -5,7 +5,7 @@
 // entry `svc-bearer.<token>` offered together with `svc-ws`; the server selects only `svc-ws` and
 // never logs or echoes the offered entries.
 import { STATUS_CODES, type IncomingMessage, type Server } from 'node:http';
-import type { Duplex } from 'node:stream';
+import { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { SvcError } from '@svc/protocol';
 import type { Authenticator, Dispatch } from '../api/dispatcher.ts';
@@ -15,6 +15,7 @@ import { connectionRemoteAddress } from '../tasks/worker-auth.ts';
 import { relayedPeer, type AgentKeyCheck } from './agent-relay.ts';
 import { endThenDestroy, type GuardedServer } from './connection-deadlines.ts';
 import { WireSession, preAuthFrameBytes } from './wire-session.ts';
+import { turnWriteBatch } from './write-batch.ts';
 
 export const WS_SUBPROTOCOL = 'svc-ws';
 /** Prefix of the sub-protocol entry that carries the bearer (browsers cannot set `Authorization`). */
@@ -42,6 +43,12 @@ export interface WsTransportOptions {
  * pre-authentication cap and is raised once it authenticates. False when this `ws` has no such
  * field (the caller then keeps the server-wide limit; the reliability tests would notice).
  */
+/** The TLS socket under a server-side WebSocket (a ws internal; undefined if that ever changes). */
+function rawSocketOf(ws: WebSocket): Duplex | undefined {
+  const socket = (ws as unknown as { _socket?: unknown })._socket;
+  return socket instanceof Duplex ? socket : undefined;
+}
+
 function setMaxPayload(ws: WebSocket, bytes: number): boolean {
   const receiver = (ws as unknown as { _receiver?: { _maxPayload?: unknown } })._receiver;
   if (receiver === undefined || typeof receiver._maxPayload !== 'number') return false;
@@ -128,6 +135,9 @@ export function attachWsTransport(server: Server, options: WsTransportOptions): 
         : connectionRemoteAddress(req.socket.remoteAddress ?? 'unknown', req.headers);
       if (principalId === undefined && !setMaxPayload(ws, preAuthFrameBytes(limits)))
         logger.error('cannot cap WebSocket frames before authentication (ws internals changed)', {});
+      // The writes of one event-loop turn leave together (write-batch.ts); ws corks only per message.
+      const raw = rawSocketOf(ws);
+      const hold = raw === undefined ? undefined : turnWriteBatch(raw);
       const session = new WireSession({
         transport: 'wss',
         remoteAddress: remote,
@@ -139,7 +149,10 @@ export function attachWsTransport(server: Server, options: WsTransportOptions): 
         upgradeAuthorization: authorization,
         upgradeTargetHost: targetHost,
         sink: {
-          write: (bytes) => ws.send(bytes, { binary: true }),
+          write: (bytes) => {
+            hold?.();
+            ws.send(bytes, { binary: true });
+          },
           bufferedBytes: () => ws.bufferedAmount,
           pause: () => ws.pause(),
           resume: () => ws.resume(),

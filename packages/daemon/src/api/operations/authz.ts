@@ -29,11 +29,25 @@ function selfView(p: Principal): Record<string, unknown> {
   return {
     principal_id: p.id,
     roles: p.roles,
-    permissions: [...p.permissions].sort(),
+    permissions: sortedPermissions(p.permissions),
     status: p.status,
     execution_user: p.executionUser ?? null,
     expires_at: p.expiresAt,
   };
+}
+
+/**
+ * The sorted array of a permission set, kept per set: the policy store hands out one set per role
+ * combination until the policy changes, and /svc/self is a frequent call.
+ */
+const sorted = new WeakMap<ReadonlySet<string>, readonly string[]>();
+function sortedPermissions(permissions: ReadonlySet<string>): readonly string[] {
+  let list = sorted.get(permissions);
+  if (list === undefined) {
+    list = Object.freeze([...permissions].sort());
+    sorted.set(permissions, list);
+  }
+  return list;
 }
 
 export const authzOperations: Operation<Services>[] = [
