@@ -32,7 +32,10 @@ const ms = Number(process.env['MS'] ?? 600);
 const only = (process.env['ONLY'] ?? 'tasks,tcp,wss,rest,forward').split(',');
 const workerTransport = process.env['WORKER_TRANSPORT'] ?? 'tcp';
 const WORKER = join(import.meta.dirname, 'lib/task-worker.ts');
-/** PROFILE_B=<dir>: B's daemons run under --cpu-prof (profiles written when they stop). */
+/**
+ * PROFILE_B=<dir>: B's daemons run under --cpu-prof (PROFILE_KIND=heap: --heap-prof, sampled
+ * allocations); the profiles are written when they stop.
+ */
 const profileB = process.env['PROFILE_B'];
 const profiled = (start: Start): Start =>
   profileB === undefined
@@ -40,7 +43,13 @@ const profiled = (start: Start): Start =>
     : (options = {}) =>
         start({
           ...options,
-          env: { ...options.env, NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileB}` },
+          env: {
+            ...options.env,
+            NODE_OPTIONS:
+              process.env['PROFILE_KIND'] === 'heap'
+                ? `--heap-prof --heap-prof-interval=16384 --heap-prof-dir=${profileB}`
+                : `--cpu-prof --cpu-prof-dir=${profileB}`,
+          },
         });
 
 interface Side {

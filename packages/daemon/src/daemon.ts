@@ -35,6 +35,7 @@ import type { ConnectionKind } from './metrics/daemon-metrics.ts';
 import { loadOrCreateMasterKey } from './model/secret-crypter.ts';
 import { createSupervisor } from './supervisor/supervisor.ts';
 import { effectiveExecutionUser, type ExecUserSettings } from './auth/execution-user.ts';
+import type { Principal } from './auth/principal.ts';
 import { linkTasksToSupervisor } from './tasks/supervisor-link.ts';
 import { TaskQueues } from './tasks/task-queues.ts';
 import { loadTlsMaterial } from './tls/certificates.ts';
@@ -148,17 +149,38 @@ export async function startDaemon(
       : effectiveExecutionUser(policy.getPrincipal(principalId)?.execution_user, execUserSettings());
 
   let restBaseUrl = '';
+  // The principal with its effective execution user, the same object while neither the policy's
+  // principal nor the execution-user settings change (no allocation per request of one token).
+  const withExecUser = new WeakMap<Principal, { settings: ExecUserSettings; principal: Principal }>();
+  const effectivePrincipal = (principal: Principal): Principal => {
+    const settings = execUserSettings();
+    const memo = withExecUser.get(principal);
+    if (
+      memo !== undefined &&
+      memo.settings.defaultExecUser === settings.defaultExecUser &&
+      memo.settings.disableExecUser === settings.disableExecUser
+    )
+      return memo.principal;
+    const effective = {
+      ...principal,
+      executionUser: effectiveExecutionUser(principal.executionUser, settings),
+    };
+    withExecUser.set(principal, { settings, principal: effective });
+    return effective;
+  };
   const auth: Authenticator = {
     async authenticate(token) {
       const verified = await verifier.verify(token).catch((error: unknown) => {
         metrics.tokenRejected(error instanceof SvcError ? error.code : 'internal');
         throw error;
       });
-      const principal = await policy.resolve(verified.principalId, verified.expiresAt);
-      return {
-        ...principal,
-        executionUser: effectiveExecutionUser(principal.executionUser, execUserSettings()),
-      };
+      return effectivePrincipal(await policy.resolve(verified.principalId, verified.expiresAt));
+    },
+    authenticateCached(token) {
+      const verified = verifier.verifyCached(token);
+      const principal =
+        verified === undefined ? undefined : policy.resolveKnown(verified.principalId, verified.expiresAt);
+      return principal === undefined ? undefined : effectivePrincipal(principal);
     },
     // Through svc-agent the metadata URL names the agent's address (the one the client can reach).
     challenge: (description, headers) =>

@@ -12,7 +12,7 @@ import {
 import type { Principal } from '../auth/principal.ts';
 import type { Forwarder } from '../forwarding/forwarder.ts';
 import type { Logger } from '../log/logger.ts';
-import { authenticateBearer, unauthorizedError } from './bearer.ts';
+import { authenticateBearer, cachedBearerPrincipal, unauthorizedError } from './bearer.ts';
 import { errorResponse, parseJsonBody } from './responses.ts';
 import type { Router } from './router.ts';
 import type { ApiRequest, ApiResponse, Operation, OperationInput, PersistentConnection } from './types.ts';
@@ -21,6 +21,11 @@ import { validateBody, validateQuery } from './validate-input.ts';
 export interface Authenticator {
   /** Verify a bearer token and resolve its principal record. Throws SvcError (401 / 503). */
   authenticate(token: string): Promise<Principal>;
+  /**
+   * The principal of a token verified recently, without waiting (the usual case on a persistent
+   * connection); undefined when `authenticate` must decide. Never throws.
+   */
+  authenticateCached?(token: string): Principal | undefined;
   /**
    * Value of WWW-Authenticate for a 401 (RFC 6750, RFC 9728 resource_metadata). `description` is
    * set only for a presented-but-invalid token, never for a missing one.
@@ -56,8 +61,15 @@ export function createDispatcher<S>(options: DispatcherOptions<S>): Dispatch {
     cause?: unknown,
   ): SvcError => unauthorizedError(auth, request.headers, code, message, cause);
 
-  const principalOf = async (request: ApiRequest): Promise<Principal> => {
-    const principal = await authenticateBearer(auth, request.headers);
+  /** The bearer's principal, without a promise when the token was verified recently. */
+  const principalOf = (request: ApiRequest): Principal | Promise<Principal> => {
+    const cached = cachedBearerPrincipal(auth, request.headers);
+    if (cached !== undefined) return pin(request, cached);
+    return authenticateBearer(auth, request.headers).then((principal) => pin(request, principal));
+  };
+
+  /** Pins the principal to the request's persistent connection (or refuses another one). */
+  const pin = (request: ApiRequest, principal: Principal): Principal => {
     const connection = request.connection;
     if (connection !== undefined) {
       // The principal is pinned to a persistent connection (spec: client token contract).
@@ -78,7 +90,7 @@ export function createDispatcher<S>(options: DispatcherOptions<S>): Dispatch {
       const { operation } = router.match(method, path);
       return { operationId: operation.id, access: operation.access };
     },
-    authenticate: principalOf,
+    authenticate: async (request: ApiRequest) => principalOf(request),
     unauthorized: (request: ApiRequest, message: string) => unauthorized(request, 'unauthorized', message),
   };
 
@@ -99,7 +111,8 @@ export function createDispatcher<S>(options: DispatcherOptions<S>): Dispatch {
           'unauthorized',
           'this WSS session has no bearer; it may only use the worker task RPC',
         );
-      const principal = bearer ? await principalOf(request) : undefined;
+      const found = bearer ? principalOf(request) : undefined;
+      const principal = found instanceof Promise ? await found : found;
       if (operation.connection === 'persistent' && connection === undefined)
         throw new SvcError(
           'persistent_connection_required',

@@ -166,6 +166,25 @@ describe('PolicyStore changes', () => {
     expect(admin.permissions.has('principal-set')).toBe(true);
   });
 
+  it('resolveKnown: undefined without a record; one object per record, roles and expiry; a change makes a new one', async () => {
+    const store = await PolicyStore.open(file);
+    expect(store.resolveKnown('dev', 1)).toBeUndefined();
+    await store.setRole('builder', ['app-view']);
+    await store.setRoles('dev', ['builder']);
+    const first = store.resolveKnown('dev', 1)!;
+    expect([...first.permissions]).toEqual(['app-view']);
+    expect(store.resolveKnown('dev', 1)).toBe(first);
+    expect(await store.resolve('dev', 1)).toBe(first);
+    expect(store.resolveKnown('dev', 2)).toMatchObject({ expiresAt: 2 });
+    // The role's permissions change: the record is the same, the roles table is not.
+    await store.setRole('builder', ['app-view', 'app-reg']);
+    expect([...store.resolveKnown('dev', 2)!.permissions].sort()).toEqual(['app-reg', 'app-view']);
+    await store.setRoles('dev', []);
+    expect(store.resolveKnown('dev', 2)!.permissions.size).toBe(0);
+    await store.tombstone('dev');
+    expect(store.resolveKnown('dev', 2)).toMatchObject({ status: 'tombstoned' });
+  });
+
   it('concurrent first sights of one principal write one record', async () => {
     const store = await PolicyStore.open(file);
     const all = await Promise.all(Array.from({ length: 20 }, () => store.resolve('same', 1)));

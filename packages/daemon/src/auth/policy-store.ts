@@ -139,6 +139,8 @@ export class PolicyStore {
   #queue: Promise<unknown> = Promise.resolve();
   /** Permission sets by the role list's key; cleared whenever custom roles change. */
   #permissionSets = new Map<string, ReadonlySet<Permission>>();
+  /** resolveKnown's last principal per record (records are replaced, never changed, on a change). */
+  readonly #resolved = new WeakMap<StoredRecord, { roles: PolicyState['roles']; principal: Principal }>();
   readonly #writeFile: (path: string, data: string, mode: number) => Promise<void>;
   readonly #tombstoneListeners = new Set<(principalId: string) => void>();
 
@@ -183,8 +185,8 @@ export class PolicyStore {
    * record, persisted before this resolves (after adopting any binding written to the file meanwhile).
    */
   async resolve(principalId: string, expiresAt: number): Promise<Principal> {
-    const known = this.#state.principals.get(principalId);
-    if (known !== undefined) return this.#principal(principalId, known, expiresAt);
+    const known = this.resolveKnown(principalId, expiresAt);
+    if (known !== undefined) return known;
     checkPrincipalId(principalId);
     try {
       await this.#mutate((draft) => {
@@ -338,6 +340,23 @@ export class PolicyStore {
       () => undefined,
       () => undefined,
     );
+  }
+
+  /**
+   * The principal of an id that has a record, synchronously (undefined when it has none: `resolve`
+   * then creates it). The same object for the same record, roles table and token expiry, so that
+   * the requests of one token cost no allocation here; every policy change makes new records.
+   */
+  resolveKnown(principalId: string, expiresAt: number): Principal | undefined {
+    const record = this.#state.principals.get(principalId);
+    if (record === undefined) return undefined;
+    const roles = this.#state.roles;
+    const memo = this.#resolved.get(record);
+    if (memo !== undefined && memo.roles === roles && memo.principal.expiresAt === expiresAt)
+      return memo.principal;
+    const principal = this.#principal(principalId, record, expiresAt);
+    this.#resolved.set(record, { roles, principal });
+    return principal;
   }
 
   #principal(id: string, record: StoredRecord, expiresAt: number): Principal {

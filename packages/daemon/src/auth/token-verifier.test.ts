@@ -249,6 +249,20 @@ describe('createOidcTokenVerifier', () => {
     expect(perCallUs).toBeLessThan(25);
   });
 
+  it('verifyCached answers only a token verified before and not expired, without verifying', async () => {
+    const v = verifier();
+    const token = await issuer.mint({ expiresIn: 60 });
+    expect(v.verifyCached(token)).toBeUndefined();
+    const result = await v.verify(token);
+    expect(v.verifyCached(token)).toBe(result);
+    expect(v.verifyCached(`${token}x`)).toBeUndefined();
+    v.clearCache();
+    expect(v.verifyCached(token)).toBeUndefined();
+    await v.verify(token);
+    clock += 61_000;
+    expect(v.verifyCached(token)).toBeUndefined();
+  });
+
   it('bounds the cache: the least recently used entry is evicted', async () => {
     const v = verifier({ cacheSize: 2 });
     const [a, b, c] = await Promise.all(['a', 'b', 'c'].map((sub) => issuer.mint({ sub })));

@@ -223,6 +223,11 @@ interface CacheEntry {
 
 export interface OidcTokenVerifier extends TokenVerifier {
   verify(token: string): Promise<VerifiedToken>;
+  /**
+   * The verification of a token presented recently and not expired, without any work (no digest,
+   * no promise); undefined otherwise — then `verify` decides.
+   */
+  verifyCached(token: string): VerifiedToken | undefined;
   /** Drops every cached verification (for example after a key compromise). */
   clearCache(): void;
 }
@@ -390,6 +395,14 @@ export function createOidcTokenVerifier(options: OidcTokenVerifierOptions): Oidc
   }
 
   return {
+    verifyCached(token: string): VerifiedToken | undefined {
+      const known = recent.get(token);
+      if (known === undefined || known.expiresAtMs <= now()) return undefined;
+      // Most recently used in the cache too (an entry leaves both together).
+      cache.delete(known.digest);
+      cache.set(known.digest, known);
+      return known.result;
+    },
     async verify(token: string): Promise<VerifiedToken> {
       if (typeof token !== 'string' || token.length === 0) throw invalidToken('token missing');
       if (token.length > MAX_TOKEN_LENGTH) throw invalidToken('token too large');

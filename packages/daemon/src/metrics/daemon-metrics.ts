@@ -3,28 +3,23 @@
 // operation's path template, never the raw path (which carries app names and is unbounded); app
 // figures are read from the supervisor at scrape time; events/ and transports/ add small counters.
 // Standard process metrics carry the prefix `svcd_` so they never collide with the agent's own.
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics, type Metric } from 'prom-client';
 import type { Router } from '../api/router.ts';
 import type { ApiRequest, ApiResponse } from '../api/types.ts';
 import type { SupervisorApi, SupervisorEvent } from '../supervisor/types.ts';
+import { RequestStats } from './request-stats.ts';
 
 /** `https`: every connection of the REST port; `wss`: those upgraded to WebSocket; `tcp`: the TCP port. */
 export type ConnectionKind = 'https' | 'wss' | 'tcp';
 
 export class DaemonMetrics {
   readonly registry = new Registry();
-  readonly #requests = new Counter({
-    name: 'svc_requests_total',
-    help: 'API requests by operation route (path template), method, status and transport',
-    labelNames: ['route', 'method', 'status', 'transport'] as const,
-    registers: [this.registry],
-  });
-  readonly #duration = new Histogram({
-    name: 'svc_request_duration_seconds',
-    help: 'API request latency by operation route and transport',
-    labelNames: ['route', 'transport'] as const,
+  readonly #requests = new RequestStats({
+    requestsName: 'svc_requests_total',
+    requestsHelp: 'API requests by operation route (path template), method, status and transport',
+    durationName: 'svc_request_duration_seconds',
+    durationHelp: 'API request latency by operation route and transport',
     buckets: [0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30],
-    registers: [this.registry],
   });
   readonly #restarts = new Counter({
     name: 'svc_app_restarts_total',
@@ -59,6 +54,8 @@ export class DaemonMetrics {
   readonly #exited = new Set<string>();
 
   constructor() {
+    this.registry.registerMetric(this.#requests.requests as unknown as Metric);
+    this.registry.registerMetric(this.#requests.duration as unknown as Metric);
     collectDefaultMetrics({ register: this.registry, prefix: 'svcd_' });
   }
 
@@ -134,17 +131,14 @@ export class DaemonMetrics {
   }
 
   /**
-   * Wraps the dispatch function: every request of every transport is counted once, by route, and
-   * then told to `after` (the debug log line). The labelled series are looked up by one string key
-   * (prom-client would hash the label object on every call).
+   * Wraps the dispatch function: every request of every transport is counted once, by route
+   * (request-stats.ts), and then told to `after` (the debug log line).
    */
   instrument(
     router: Router<unknown>,
     dispatch: (request: ApiRequest) => Promise<ApiResponse>,
     after?: (request: ApiRequest, response: ApiResponse) => void,
   ): (request: ApiRequest) => Promise<ApiResponse> {
-    type Series = { requests: { inc(): void }; duration: { observe(value: number): void } };
-    const series = new Map<string, Series>();
     return async (request) => {
       const started = performance.now();
       const response = await dispatch(request);
@@ -154,24 +148,13 @@ export class DaemonMetrics {
       } catch {
         // 404/405/400 from the router: counted as unmatched (the raw path is never a label)
       }
-      const status = String(response.status);
-      const key = `${route} ${request.method} ${status} ${request.transport}`;
-      let one = series.get(key);
-      if (one === undefined) {
-        one = {
-          requests: this.#requests.labels({
-            route,
-            method: request.method,
-            status,
-            transport: request.transport,
-          }),
-          duration: this.#duration.labels({ route, transport: request.transport }),
-        };
-        // Routes, statuses and transports are finite; a client's free-form method is not: bounded.
-        if (series.size < 4096) series.set(key, one);
-      }
-      one.duration.observe((performance.now() - started) / 1000);
-      one.requests.inc();
+      this.#requests.record(
+        route,
+        request.method,
+        response.status,
+        request.transport,
+        (performance.now() - started) / 1000,
+      );
       after?.(request, response);
       return response;
     };
