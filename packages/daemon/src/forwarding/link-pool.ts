@@ -48,9 +48,22 @@ export class LinkPool {
     return this.#total;
   }
 
-  async send(target: ResolvedTarget, principalKey: string, request: WireRequest): Promise<WireResponse> {
-    const link = await this.#acquire(target, `${target.key}\u0000${principalKey}`);
-    return link.send(request);
+  send(target: ResolvedTarget, principalKey: string, request: WireRequest): Promise<WireResponse> {
+    const key = `${target.key}\u0000${principalKey}`;
+    // The usual case, an open link with room, without a promise of its own.
+    const ready = this.#pick(this.#entries.get(key));
+    if (ready !== undefined) return ready.send(request);
+    return this.#acquire(target, key).then((link) => link.send(request));
+  }
+
+  /** The entry's least busy link when it is to be used as it is (no other link may or need be opened). */
+  #pick(entry: Entry | undefined): UpstreamLink | undefined {
+    if (entry === undefined) return undefined;
+    let best: UpstreamLink | undefined;
+    for (const link of entry.links) if (best === undefined || link.inFlight < best.inFlight) best = link;
+    const { maxLinksPerKey, maxLinks, busyThreshold } = this.#options;
+    const mayOpen = entry.links.length < maxLinksPerKey && this.#total < maxLinks;
+    return best !== undefined && (best.inFlight < busyThreshold || !mayOpen) ? best : undefined;
   }
 
   close(): void {
@@ -65,12 +78,11 @@ export class LinkPool {
       entry = { links: [], connecting: undefined };
       this.#entries.set(key, entry);
     }
-    let best: UpstreamLink | undefined;
-    for (const link of entry.links) if (best === undefined || link.inFlight < best.inFlight) best = link;
-    const { maxLinksPerKey, maxLinks, busyThreshold } = this.#options;
-    const mayOpen = entry.links.length < maxLinksPerKey && this.#total < maxLinks;
-    if (best !== undefined && (best.inFlight < busyThreshold || !mayOpen)) return best;
+    const best = this.#pick(entry);
+    if (best !== undefined) return best;
     if (entry.connecting !== undefined) return entry.connecting;
+    const { maxLinksPerKey, maxLinks } = this.#options;
+    const mayOpen = entry.links.length < maxLinksPerKey && this.#total < maxLinks;
     if (!mayOpen) {
       if (this.#total >= maxLinks && !this.#evictIdle())
         throw new SvcError('unavailable', 'too many open forward links; retry later');

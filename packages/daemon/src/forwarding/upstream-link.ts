@@ -9,11 +9,12 @@ import {
   FrameDecoder,
   SvcError,
   decodeResponse,
-  encodeFrame,
+  encodeFrameHeader,
   encodeRequest,
   type Request as WireRequest,
   type Response as WireResponse,
 } from '@svc/protocol';
+import { turnWriteBatch } from '../transports/write-batch.ts';
 import type { ResolvedTarget } from './targets.ts';
 
 export interface UpstreamLinkOptions {
@@ -37,11 +38,12 @@ export class UpstreamLink {
   readonly #options: UpstreamLinkOptions;
   #closed = false;
   #closing = false;
-  #corked = false;
+  readonly #hold: () => void;
   lastUsed = Date.now();
 
   private constructor(socket: TLSSocket, options: UpstreamLinkOptions) {
     this.#socket = socket;
+    this.#hold = turnWriteBatch(socket);
     this.#options = options;
     this.target = options.target;
   }
@@ -101,16 +103,13 @@ export class UpstreamLink {
     const answer = new Promise<WireResponse>((resolve, reject) =>
       this.#waiters.set(request.uuid, { resolve, reject }),
     );
-    // Requests forwarded in one turn of the event loop leave in one write (as the TCP transport does).
-    if (!this.#corked) {
-      this.#corked = true;
-      this.#socket.cork();
-      queueMicrotask(() => {
-        this.#corked = false;
-        this.#socket.uncork();
-      });
-    }
-    this.#socket.write(encodeFrame(encodeRequest(request)));
+    // Requests forwarded in one turn of the event loop leave in one write (as the TCP transport's
+    // responses do, transports/write-batch.ts).
+    this.#hold();
+    // Header and body as two writes of the batch: no copy of the body into one frame buffer.
+    const body = encodeRequest(request);
+    this.#socket.write(encodeFrameHeader(body.byteLength));
+    this.#socket.write(body);
     return answer;
   }
 
