@@ -5,7 +5,7 @@
 // gateway's CPU use on the same cores.
 import { startTestDaemon, startTestIssuer, tcpClient, type PersistentClient } from '@svc/testkit';
 import { latencyRow, type Benchmark, type Figure, type Row } from './lib/report.ts';
-import { closedLoop, log, onCleanup, sequential, summarize } from './lib/util.ts';
+import { closedLoop, cpuMs, log, onCleanup, sequential, summarize } from './lib/util.ts';
 
 type Call = () => Promise<void>;
 
@@ -38,13 +38,15 @@ export const forwardBenchmark: Benchmark = {
           if (r.status !== 200) throw new Error(`GET /svc/self: HTTP ${r.status} ${r.text()}`);
         };
       };
-      const subjects: { name: string; open: () => Promise<Call> }[] = [
+      const subjects: { name: string; pids: number[]; open: () => Promise<Call> }[] = [
         {
           name: 'direct',
+          pids: [target.pid],
           open: async () => call(await tcpClient('127.0.0.1', target.tcpPort, target.ca), {}),
         },
         {
           name: 'svc forwarded',
+          pids: [gateway.pid, target.pid],
           open: async () =>
             call(await tcpClient('127.0.0.1', gateway.tcpPort, gateway.ca), {
               'x-target-host': targetAddress,
@@ -60,13 +62,18 @@ export const forwardBenchmark: Benchmark = {
         latency1.push(latencyRow(subject.name, summarize(await sequential(one, count, 30_000))));
         const single = await closedLoop(one, 1, seconds * 1000);
         rps.push({ subject: subject.name, group: '1 caller', value: single.rate, note: '1 in flight' });
-        const many = await closedLoop(await subject.open(), 64, seconds * 1000);
+        const manyCall = await subject.open();
+        const cpuBefore = subject.pids.reduce((sum, pid) => sum + cpuMs(pid), 0);
+        const many = await closedLoop(manyCall, 64, seconds * 1000);
+        // svcd CPU per request (the target's; forwarded: the gateway's plus the target's): the
+        // figure a loaded machine disturbs least; direct ÷ forwarded bounds the CPU-bound ratio.
+        const cpu = subject.pids.reduce((sum, pid) => sum + cpuMs(pid), 0) - cpuBefore;
         latency64.push(latencyRow(subject.name, summarize(many.samples)));
         rps.push({
           subject: subject.name,
           group: '64 callers',
           value: many.rate,
-          note: '64 in flight, 1 connection',
+          note: `64 in flight, 1 connection, svcd CPU ${((cpu * 1000) / many.samples.length).toFixed(0)} µs/request`,
         });
       }
       const figures: Figure[] = [
