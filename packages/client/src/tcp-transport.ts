@@ -26,6 +26,7 @@ export class TcpTransport implements PersistentTransport {
   readonly closed: Promise<void>;
   readonly #socket: TLSSocket;
   readonly #maxBodyBytes: number;
+  #corked = false;
 
   private constructor(socket: TLSSocket, demux: Demultiplexer, maxBodyBytes: number) {
     this.#socket = socket;
@@ -76,6 +77,16 @@ export class TcpTransport implements PersistentTransport {
       (request) => encodeFrame(encodeRequest(request), this.#maxBodyBytes),
       (bytes) => {
         if (this.#socket.destroyed || !this.#socket.writable) return false;
+        // Requests made in one synchronous run (a worker's result and its next fetch, a batch of
+        // calls) leave in one write(2): cork on the first, uncork once that run is over.
+        if (!this.#corked) {
+          this.#corked = true;
+          this.#socket.cork();
+          queueMicrotask(() => {
+            this.#corked = false;
+            this.#socket.uncork();
+          });
+        }
         this.#socket.write(bytes);
         return true;
       },

@@ -16,11 +16,14 @@ function result(status: number, body = '', headers: Record<string, string> = {})
 }
 
 /** A transport answering from a script; each entry answers one call (a function may throw). */
-function scripted(script: ((call: WireCall) => WireResult | Promise<WireResult>)[]) {
+function scripted(
+  script: ((call: WireCall) => WireResult | Promise<WireResult>)[],
+  kind: Transport['kind'] = 'rest',
+) {
   const calls: WireCall[] = [];
   let closed = false;
   const transport: Transport = {
-    kind: 'rest',
+    kind,
     async call(call) {
       calls.push(call);
       const next = script.shift();
@@ -140,4 +143,35 @@ describe('runWorker', () => {
     controller.abort();
     await expect(done).resolves.toBeNull();
   });
+
+  it.each([
+    ['tcp', ['GET', 'PUT', 'GET']],
+    ['wss', ['GET', 'PUT', 'GET']],
+    ['rest', ['GET', 'PUT']],
+  ] as const)(
+    'over %s sends the next fetch with the result only on a persistent connection',
+    async (kind, before) => {
+      const controller = new AbortController();
+      let answerPut!: (r: WireResult) => void;
+      const { transport, calls } = scripted(
+        [
+          () => result(200, 'job', { 'x-task-id': 't1' }),
+          () => new Promise<WireResult>((resolve) => (answerPut = resolve)),
+        ],
+        kind,
+      );
+      const done = runWorker((task) => task.text(), {
+        env: ENV,
+        transport: () => transport,
+        signal: controller.signal,
+      });
+      await vi.waitFor(() => expect(calls.map((c) => c.method)).toEqual(before));
+      // The handler ran once: only one result, and the prefetch is a plain fetch.
+      answerPut(result(200));
+      await vi.waitFor(() => expect(calls.map((c) => c.method)).toEqual(['GET', 'PUT', 'GET']));
+      expect(calls[2]!.query).toEqual({ timeout: '30' });
+      controller.abort();
+      await expect(done).resolves.toBeNull();
+    },
+  );
 });

@@ -2,6 +2,7 @@
 // payloads from the daemon and returns results.
 //
 //   fetching ── 200 ─▶ handler ─▶ PUT result (X-Task-Id) ─▶ fetching
+//                                  (TCP/WSS: the next fetch is sent with the PUT, same write)
 //      │  204 (long poll ended) ─▶ fetching
 //      │  412 ─▶ throw ProcessSupersededError        (no retry)
 //      │  400 ─▶ throw WorkerRejectedError           (no retry)
@@ -87,15 +88,23 @@ export async function runWorker(handler: TaskHandler, options: RunWorkerOptions 
       return undefined;
     }
   };
+  const fetchTask = (): Promise<WireResult | undefined> =>
+    attempt({
+      method: 'GET',
+      path,
+      query: { timeout: poll },
+      headers: { 'x-svc-process-key': key },
+      signal,
+    });
+  // On a persistent connection (TCP, WSS) the next fetch leaves together with the result, in the
+  // same write: the daemon then reads both at once and answers both at once (one write(2) and one
+  // wake-up each way instead of two). A fetch is still made only once the handler has finished.
+  const pipelined = transport.kind !== 'rest';
+  let prefetched: Promise<WireResult | undefined> | undefined;
   try {
     while (!signal.aborted) {
-      const result = await attempt({
-        method: 'GET',
-        path,
-        query: { timeout: poll },
-        headers: { 'x-svc-process-key': key },
-        signal,
-      });
+      const result = await (prefetched ?? fetchTask());
+      prefetched = undefined;
       if (result === undefined) continue; // the loop condition ends an aborted worker
       if (result.status === 204) continue;
       stopOnPermanent(result);
@@ -107,13 +116,15 @@ export async function runWorker(handler: TaskHandler, options: RunWorkerOptions 
       const task = workerTask(result);
       const reply = await handler(task, signal);
       const { body, contentType } = replyParts(reply);
-      const put = await attempt({
+      const answered = attempt({
         method: 'PUT',
         path,
         headers: { 'x-svc-process-key': key, 'x-task-id': task.id, 'content-type': contentType },
         body,
         signal,
       });
+      if (pipelined) prefetched = fetchTask();
+      const put = await answered;
       if (put === undefined) continue;
       stopOnPermanent(put);
       // Any other PUT failure (task withdrawn: 409/404) loses only this result; fetch the next.
