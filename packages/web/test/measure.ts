@@ -107,7 +107,8 @@ export async function registerApps(web: WebHarness, count: number, prefix = 'loa
       const answer = await api.call('PUT', `/svc/app/${name}`, {
         body: { name, command: 'sleep 600', enabled: false, description: `load app ${name}` },
       });
-      if (answer.status !== 200) throw new Error(`registering ${name} answered ${answer.status}: ${answer.text()}`);
+      if (answer.status !== 200)
+        throw new Error(`registering ${name} answered ${answer.status}: ${answer.text()}`);
     }
   };
   await Promise.all(Array.from({ length: 8 }, worker));

@@ -72,7 +72,10 @@ describe('web UI figures', () => {
     // one loaded before the storm).
     const probe = names[APPS - 1]!;
     expect((await web.api('svc-admin').call('POST', `/svc/app/${probe}/enable`)).status).toBe(200);
-    const filter = page.getByRole('searchbox').or(page.getByLabel(/filter/i)).first();
+    const filter = page
+      .getByRole('searchbox')
+      .or(page.getByLabel(/filter/i))
+      .first();
     await filter.fill(probe);
     await page.locator(`${APP_ROW}[data-app="${probe}"]`).getByText('running').waitFor({ timeout: 30_000 });
     await web.api('svc-admin').call('POST', `/svc/app/${probe}/disable`);

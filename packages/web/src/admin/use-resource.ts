@@ -7,7 +7,7 @@ export interface Resource<T> {
   data: T | undefined;
   error: string | undefined;
   loading: boolean;
-  reload(): Promise<void>;
+  reload: () => Promise<void>;
 }
 
 export function useResource<T>(load: () => Promise<T>): Resource<T> {

@@ -52,14 +52,17 @@ function pairs(map: Record<string, string>): string {
 
 export default function Cluster(_props: ViewProps) {
   const cluster = useResource(readCluster);
+  const { reload } = cluster;
   useEffect(() => {
     const timer = setInterval(() => {
-      if (document.visibilityState === 'visible') void cluster.reload();
+      if (document.visibilityState === 'visible') void reload();
     }, REFRESH_MS);
     return () => clearInterval(timer);
-  }, [cluster.reload]);
+  }, [reload]);
   const nodes = Object.entries(cluster.data?.nodes ?? {}).sort(([a], [b]) => a.localeCompare(b));
-  const hosts = [...new Set([...nodes.map(([host]) => host), ...Object.keys(cluster.data?.topology ?? {})])].sort();
+  const hosts = [
+    ...new Set([...nodes.map(([host]) => host), ...Object.keys(cluster.data?.topology ?? {})]),
+  ].sort();
   const apps = Object.entries(cluster.data?.apps ?? {}).sort(([a], [b]) => a.localeCompare(b));
 
   return (
@@ -96,7 +99,13 @@ export default function Cluster(_props: ViewProps) {
             {nodes.map(([host, node]) => (
               <tr key={host} data-node={host}>
                 <td class="mono">{host}</td>
-                <td>{node.leader ? <span class="badge ok">leader</span> : <span class="badge muted">member</span>}</td>
+                <td>
+                  {node.leader ? (
+                    <span class="badge ok">leader</span>
+                  ) : (
+                    <span class="badge muted">member</span>
+                  )}
+                </td>
                 <td class="mono">{pairs(node.label)}</td>
                 <td class="num">{node.resource.cpu_cores}</td>
                 <td class="num">{formatBytes(node.resource.mem_total_bytes)}</td>
@@ -119,7 +128,8 @@ export default function Cluster(_props: ViewProps) {
                 <ul>
                   {placed.map((entry) => (
                     <li key={entry.app}>
-                      <span class="mono">{entry.app}</span> <span class="muted">since {entry.schedule_time}</span>
+                      <span class="mono">{entry.app}</span>{' '}
+                      <span class="muted">since {entry.schedule_time}</span>
                     </li>
                   ))}
                 </ul>

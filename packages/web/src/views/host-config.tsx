@@ -25,13 +25,12 @@ export default function HostConfig(_props: ViewProps) {
   const paths = useMemo(() => new Set(fields.map((f) => f.path)), [fields]);
   const changes = configChanges(fields, edited);
 
-  const save = async (event: Event) => {
-    event.preventDefault();
+  const save = async () => {
     if (changes === undefined) return;
     setBusy(true);
     setNotice(undefined);
     try {
-      const answer = (await api.updateConfig(changes as Parameters<typeof api.updateConfig>[0])) as {
+      const answer = (await api.updateConfig(changes)) as {
         restart_required?: string[];
       };
       setErrors(undefined);
@@ -56,7 +55,15 @@ export default function HostConfig(_props: ViewProps) {
           {config.error}
         </p>
       )}
-      <form class="config-form" aria-label="Configuration" onSubmit={save} aria-busy={config.loading}>
+      <form
+        class="config-form"
+        aria-label="Configuration"
+        onSubmit={(event) => {
+          event.preventDefault();
+          void save();
+        }}
+        aria-busy={config.loading}
+      >
         {sections.map((section) => (
           <fieldset key={section} class="panel">
             <legend>{section}</legend>
@@ -89,7 +96,11 @@ export default function HostConfig(_props: ViewProps) {
             <button type="submit" class="button primary" disabled={busy || changes === undefined}>
               Save changes
             </button>
-            <button type="button" disabled={busy || changes === undefined} onClick={() => (setEdited({}), setErrors(undefined))}>
+            <button
+              type="button"
+              disabled={busy || changes === undefined}
+              onClick={() => (setEdited({}), setErrors(undefined))}
+            >
               Discard
             </button>
           </div>
@@ -130,7 +141,9 @@ function ConfigInput(props: {
       break;
     case 'lines':
     case 'json':
-      input = <textarea {...common} rows={2} value={text} onInput={(e) => props.onChange(e.currentTarget.value)} />;
+      input = (
+        <textarea {...common} rows={2} value={text} onInput={(e) => props.onChange(e.currentTarget.value)} />
+      );
       break;
     default:
       input = (

@@ -69,27 +69,40 @@ export default function Labels(_props: ViewProps) {
         <form
           class="panel admin-form inline"
           aria-label="Add a label"
-          onSubmit={async (event) => {
+          onSubmit={(event) => {
             event.preventDefault();
-            setBusy(true);
-            const failed = await attempt(() => api.setLabel(key.trim(), value));
-            setBusy(false);
-            setError(failed);
-            if (failed === undefined) {
-              setKey('');
-              setValue('');
-              await labels.reload();
-            }
+            void (async () => {
+              setBusy(true);
+              const failed = await attempt(() => api.setLabel(key.trim(), value));
+              setBusy(false);
+              setError(failed);
+              if (failed === undefined) {
+                setKey('');
+                setValue('');
+                await labels.reload();
+              }
+            })();
           }}
         >
           <h2>Add a label</h2>
           <label class="field">
             Key
-            <input name="key" value={key} required maxLength={128} onInput={(e) => setKey(e.currentTarget.value)} />
+            <input
+              name="key"
+              value={key}
+              required
+              maxLength={128}
+              onInput={(e) => setKey(e.currentTarget.value)}
+            />
           </label>
           <label class="field">
             Value
-            <input name="value" value={value} maxLength={1024} onInput={(e) => setValue(e.currentTarget.value)} />
+            <input
+              name="value"
+              value={value}
+              maxLength={1024}
+              onInput={(e) => setValue(e.currentTarget.value)}
+            />
           </label>
           <div class="actions">
             <button type="submit" class="button primary" disabled={busy || key.trim() === ''}>

@@ -23,7 +23,9 @@ export default function Principals(_props: ViewProps) {
   );
   const [editing, setEditing] = useState<PrincipalRecord | undefined>(undefined);
   const [error, setError] = useState<string | undefined>(undefined);
-  const list = Object.values(principals.data ?? {}).sort((a, b) => a.principal_id.localeCompare(b.principal_id));
+  const list = Object.values(principals.data ?? {}).sort((a, b) =>
+    a.principal_id.localeCompare(b.principal_id),
+  );
   const mayEdit = can('setPrincipal');
   const mayDelete = can('deletePrincipal');
 
@@ -72,7 +74,11 @@ export default function Principals(_props: ViewProps) {
                 {(mayEdit || mayDelete) && (
                   <td class="actions">
                     {mayEdit && (
-                      <button type="button" onClick={() => setEditing(p)} aria-label={`Edit ${p.principal_id}`}>
+                      <button
+                        type="button"
+                        onClick={() => setEditing(p)}
+                        aria-label={`Edit ${p.principal_id}`}
+                      >
                         Edit
                       </button>
                     )}
@@ -129,13 +135,15 @@ function PrincipalForm(props: {
     <form
       class="panel admin-form"
       aria-label={props.editing === undefined ? 'Add a principal' : `Edit ${props.editing.principal_id}`}
-      onSubmit={async (event) => {
+      onSubmit={(event) => {
         event.preventDefault();
-        setBusy(true);
-        const failed = await attempt(() => api.setPrincipalRoles(id.trim(), [...chosen]));
-        setBusy(false);
-        setError(failed);
-        if (failed === undefined) await props.onDone();
+        void (async () => {
+          setBusy(true);
+          const failed = await attempt(() => api.setPrincipalRoles(id.trim(), [...chosen]));
+          setBusy(false);
+          setError(failed);
+          if (failed === undefined) await props.onDone();
+        })();
       }}
     >
       <h2>{props.editing === undefined ? 'Add a principal' : `Edit ${props.editing.principal_id}`}</h2>

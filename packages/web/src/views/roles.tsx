@@ -48,7 +48,9 @@ export default function Roles(_props: ViewProps) {
                   {role}
                   {BUILT_IN.test(role) && <span class="badge muted">built-in</span>}
                 </td>
-                <td class="permissions">{granted.length === 0 ? <span class="muted">none</span> : granted.join(', ')}</td>
+                <td class="permissions">
+                  {granted.length === 0 ? <span class="muted">none</span> : granted.join(', ')}
+                </td>
                 {(mayEdit || mayDelete) && (
                   <td class="actions">
                     {!BUILT_IN.test(role) && mayEdit && (
@@ -105,13 +107,15 @@ function RoleForm(props: {
     <form
       class="panel admin-form"
       aria-label={title}
-      onSubmit={async (event) => {
+      onSubmit={(event) => {
         event.preventDefault();
-        setBusy(true);
-        const failed = await attempt(() => api.setRole(name.trim(), [...chosen]));
-        setBusy(false);
-        setError(failed);
-        if (failed === undefined) await props.onDone();
+        void (async () => {
+          setBusy(true);
+          const failed = await attempt(() => api.setRole(name.trim(), [...chosen]));
+          setBusy(false);
+          setError(failed);
+          if (failed === undefined) await props.onDone();
+        })();
       }}
     >
       <h2>{title}</h2>
