@@ -118,14 +118,15 @@ export async function registerApps(web: WebHarness, count: number, prefix = 'loa
 export interface EventStorm {
   /** Events the daemon published while the storm ran (seen by a subscriber of its own). */
   readonly delivered: number;
-  /** Stops toggling, disables every app it enabled, and closes the subscriber. */
+  /** Makes the ticking apps plain disabled ones again and closes the subscriber. */
   stop(): Promise<{ events: number; seconds: number; perSecond: number }>;
 }
 
 /**
- * About `perSecond` application events per second: apps of `names` are enabled and disabled in
- * turn (each change is a STATUS event plus a START or an EXIT; at most 10 run at once), paced on a
- * timer, at most 16 calls in flight. The rate actually published is counted by a WSS subscriber to every app's events.
+ * About `perSecond` application events per second from real processes: the first `perSecond / 2`
+ * apps of `names` (the top of the list sorted by name) are re-registered as periodic apps running
+ * `true` every second, each run publishing a START and an EXIT. The rate actually published is
+ * counted by a WSS subscriber of its own to every app's events.
  */
 export async function startEventStorm(
   web: WebHarness,
@@ -143,42 +144,27 @@ export async function startEventStorm(
     if (event.event_type !== '__disconnected__') delivered += 1;
   });
   const api = web.api('svc-admin');
-  // Oldest first: a rolling window of at most RUNNING enabled apps moves through all of `names`.
-  const enabled: string[] = [];
-  const RUNNING = 10;
-  const tickMs = (1000 * 2) / perSecond; // each call publishes 2 events
-  let cursor = 0;
-  const calls = new Set<Promise<unknown>>();
-  const started = performance.now();
-  const timer = setInterval(() => {
-    if (calls.size >= 16) return; // the daemon is behind: skip a tick rather than pile up calls
-    let path: string;
-    if (enabled.length >= RUNNING) path = `/svc/app/${enabled.shift()!}/disable`;
-    else {
-      const name = names[cursor]!;
-      cursor = (cursor + 1) % names.length;
-      enabled.push(name);
-      path = `/svc/app/${name}/enable`;
+  const ticking = names.slice(0, Math.max(1, Math.round(perSecond / 2)));
+  const define = async (enabled: boolean): Promise<void> => {
+    for (const name of ticking) {
+      const body = enabled
+        ? { name, command: 'true', interval: 1, enabled: true, description: `ticks every second` }
+        : { name, command: 'sleep 600', enabled: false, description: `load app ${name}` };
+      const answer = await api.call('PUT', `/svc/app/${name}`, { body });
+      if (answer.status !== 200) throw new Error(`re-registering ${name} answered ${answer.status}`);
     }
-    const call: Promise<unknown> = api
-      .call('POST', path)
-      .catch(() => undefined)
-      .finally(() => calls.delete(call));
-    calls.add(call);
-  }, tickMs);
-  const disableRound = async (): Promise<void> => {
-    for (const name of enabled.splice(0)) await api.call('POST', `/svc/app/${name}/disable`);
   };
+  await define(true);
+  const counted = delivered;
+  const started = performance.now();
   return {
     get delivered() {
-      return delivered;
+      return delivered - counted;
     },
     async stop() {
-      clearInterval(timer);
       const seconds = (performance.now() - started) / 1000;
-      const events = delivered;
-      await Promise.all([...calls]);
-      await disableRound();
+      const events = delivered - counted;
+      await define(false);
       await subscriber.close();
       return { events, seconds, perSecond: events / seconds };
     },

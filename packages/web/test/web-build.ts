@@ -11,9 +11,10 @@ export const WEB_DIR = join(REPO_ROOT, 'packages/web');
 export const WEB_DIST = join(WEB_DIR, 'dist');
 
 /** Folders of packages/web that are not build inputs. */
-const NOT_INPUTS = new Set(['dist', 'node_modules', 'test']);
-/** Other inputs: the client library the UI is built on and the contract files it may read. */
+const NOT_INPUTS = new Set(['dist', 'node_modules', 'test', 'scripts', 'README.md']);
+/** Other inputs: the build script, the client library the UI is built on, the contract files it reads. */
 const OTHER_INPUTS = [
+  'packages/web/scripts/build.ts',
   'packages/client/src',
   'packages/protocol/src',
   'spec/access.json',
