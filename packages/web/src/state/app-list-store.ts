@@ -168,7 +168,13 @@ export class AppListStore {
     }
     const direction = query.descending ? -1 : 1;
     const key = query.sort;
-    rows.sort((a, b) => direction * compare(a[key], b[key]) || a.name.localeCompare(b.name));
+    // Missing values (no pid, no CPU reading) sort last in either direction.
+    rows.sort((a, b) => {
+      const [x, y] = [a[key], b[key]];
+      if (x === undefined || y === undefined)
+        return x === y ? a.name.localeCompare(b.name) : x === undefined ? 1 : -1;
+      return direction * compare(x, y) || a.name.localeCompare(b.name);
+    });
     return rows;
   }
 }
@@ -179,10 +185,8 @@ function sameRecord(a: AppInfo, b: AppInfo): boolean {
   return keys.every((k) => a[k] === b[k] || (typeof a[k] === 'object' && JSON.stringify(a[k]) === JSON.stringify(b[k])));
 }
 
-function compare(a: string | number | undefined, b: string | number | undefined): number {
+function compare(a: string | number, b: string | number): number {
   if (a === b) return 0;
-  if (a === undefined || a === null) return 1;
-  if (b === undefined || b === null) return -1;
   if (typeof a === 'number' && typeof b === 'number') return a - b;
   return String(a).localeCompare(String(b));
 }
