@@ -4,6 +4,7 @@
 // not call that operation (access.ts `can`).
 import type { ComponentType } from 'preact';
 import type { OperationId } from './access.ts';
+import { inClusterMode } from './admin/cluster-mode.ts';
 
 export interface ViewProps {
   /** `:name` segments of the route, decoded. */
@@ -17,6 +18,8 @@ export interface ViewEntry {
   title: string;
   nav?: 'main' | 'admin' | 'cluster';
   operation?: OperationId;
+  /** Shown (link and route) only while this also holds, e.g. cluster mode; read signals inside. */
+  when?: () => boolean;
   load: () => Promise<{ default: ComponentType<ViewProps> }>;
 }
 
@@ -27,5 +30,9 @@ export const VIEWS: readonly ViewEntry[] = [
   { path: '/app/:name/edit', title: 'Edit', operation: 'registerApplication', load: () => import('./views/app-form.tsx') },
   { path: '/run', title: 'Run', nav: 'main', operation: 'runApplication', load: () => import('./views/run-command.tsx') },
   { path: '/task', title: 'Task', nav: 'main', operation: 'runTask', load: () => import('./views/send-task.tsx') },
-  // web-admin: administration and cluster views go here (nav: 'admin' / 'cluster').
+  { path: '/admin/principals', title: 'Principals', nav: 'admin', operation: 'listPrincipals', load: () => import('./views/principals.tsx') },
+  { path: '/admin/roles', title: 'Roles', nav: 'admin', operation: 'listRoles', load: () => import('./views/roles.tsx') },
+  { path: '/admin/labels', title: 'Labels', nav: 'admin', operation: 'listLabels', load: () => import('./views/labels.tsx') },
+  { path: '/admin/config', title: 'Config', nav: 'admin', operation: 'getConfig', load: () => import('./views/host-config.tsx') },
+  { path: '/cluster', title: 'Cluster', nav: 'cluster', operation: 'listClusterNodes', when: inClusterMode, load: () => import('./views/cluster.tsx') },
 ];

@@ -40,6 +40,9 @@ export const WEB_ROLES: readonly WebRole[] = ['svc-admin', 'svc-maintenance', 's
 /** Sign-in name of the password user the harness creates with role svc-maintenance. */
 export const MAINTAINER_EMAIL = 'maintainer@svc.local';
 
+/** The header's sign-out button: present exactly while the UI holds a session. */
+export const SIGN_OUT = 'Sign out';
+
 /** Generous: the machine is shared and a sign-in is several redirects and a bcrypt check. */
 const SIGN_IN_TIMEOUT_MS = 30_000;
 
@@ -73,7 +76,8 @@ export interface WebHarness {
   /**
    * Signs `page` in as `role` through the real identity pages: opens the UI (unless the page is
    * already on it), follows its sign-in (a redirect or a "Sign in" button), fills the login form,
-   * allows the consent page when it is shown, and returns once the UI is back on its own origin.
+   * allows the consent page when it is shown, and returns once the UI is signed in (its header offers
+   * "Sign out").
    */
   signIn(page: Page, role: WebRole): Promise<void>;
   /** A fresh access token of the role's user (password grant at the real issuer, 15 minutes). */
@@ -140,7 +144,11 @@ function oidcConfig(origin: string): string {
 export async function startWebHarness(options: WebHarnessOptions = {}): Promise<WebHarness> {
   ensureWebBuild();
   const agentPort = await freePort();
-  const { daemon, info, users: extra } = await startServedDaemon({
+  const {
+    daemon,
+    info,
+    users: extra,
+  } = await startServedDaemon({
     agent: true,
     builtin: true,
     tokenTtlSeconds: 900,
@@ -203,6 +211,8 @@ export async function startWebHarness(options: WebHarnessOptions = {}): Promise<
       await login.or(button).first().waitFor({ timeout: SIGN_IN_TIMEOUT_MS });
       if ((await login.count()) === 0) await button.first().click();
       await completeIssuerSignIn(page, users[role], origin);
+      // Back on the UI, which exchanges the code for tokens: signed in once it offers to sign out.
+      await page.getByRole('button', { name: SIGN_OUT }).waitFor({ timeout: SIGN_IN_TIMEOUT_MS });
     },
     token(role) {
       return passwordGrant(info, daemon.ca, users[role]);

@@ -11,9 +11,15 @@ export const WEB_DIR = join(REPO_ROOT, 'packages/web');
 export const WEB_DIST = join(WEB_DIR, 'dist');
 
 /** Folders of packages/web that are not build inputs. */
-const NOT_INPUTS = new Set(['dist', 'node_modules', 'test']);
-/** Other inputs: the client library the UI is built on and the contract files it may read. */
-const OTHER_INPUTS = ['packages/client/src', 'packages/protocol/src', 'spec/access.json', 'spec/openapi.json'];
+const NOT_INPUTS = new Set(['dist', 'node_modules', 'test', 'scripts', 'README.md']);
+/** Other inputs: the build script, the client library the UI is built on, the contract files it reads. */
+const OTHER_INPUTS = [
+  'packages/web/scripts/build.ts',
+  'packages/client/src',
+  'packages/protocol/src',
+  'spec/access.json',
+  'spec/openapi.json',
+];
 
 function newestMtime(path: string, skip: ReadonlySet<string> = new Set()): number {
   let info;

@@ -10,7 +10,9 @@ export function Header() {
     VIEWS.map((v) => v.path),
     hash,
   )?.pattern;
-  const links = VIEWS.filter((v) => v.nav !== undefined && (v.operation === undefined || can(v.operation)));
+  const links = VIEWS.filter(
+    (v) => v.nav !== undefined && (v.operation === undefined || can(v.operation)) && (v.when?.() ?? true),
+  );
   const dark = shownTheme() === 'dark';
   return (
     <header class="top">

@@ -43,7 +43,7 @@ export function ViewOutlet({ can }: { can: (operation: OperationId) => boolean }
         </p>
       </section>
     );
-  if (entry.operation !== undefined && !can(entry.operation))
+  if ((entry.operation !== undefined && !can(entry.operation)) || !(entry.when?.() ?? true))
     return (
       <section>
         <h1>{entry.title}</h1>
