@@ -2,7 +2,7 @@
 // those for a year and revalidates index.html). esbuild bundles src/main.tsx with code splitting, so
 // views imported with `import()` (views.ts) load only when first shown. Prints each file's gzip size.
 // Run by `npm run build -w @svc/web`, and at install time by the root package's `prepare` script.
-import { build, type Metafile } from 'esbuild';
+import { build, type Metafile, type Plugin } from 'esbuild';
 import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -43,6 +43,7 @@ export async function buildWeb(options: { minify?: boolean } = {}): Promise<WebB
     legalComments: 'none',
     logLevel: 'warning',
     define: { 'process.env.NODE_ENV': '"production"' },
+    plugins: [compactAccessTable],
   });
   const { entry, css } = entryOf(result.metafile);
   const template = await readFile(join(root, 'src', 'index.html'), 'utf8');
@@ -61,6 +62,18 @@ export async function buildWeb(options: { minify?: boolean } = {}): Promise<WebB
   );
   return { entry, css, files };
 }
+
+/** spec/access.json as the page needs it: each operation's rule, not the prose of `kinds`. */
+const compactAccessTable: Plugin = {
+  name: 'compact-access-table',
+  setup(on) {
+    on.onLoad({ filter: /[\\/]spec[\\/]access\.json$/ }, async (args) => {
+      const table = JSON.parse(await readFile(args.path, 'utf8')) as { operations: Record<string, { rule: unknown }> };
+      const operations = Object.fromEntries(Object.entries(table.operations).map(([id, op]) => [id, { rule: op.rule }]));
+      return { contents: JSON.stringify({ operations }), loader: 'json' };
+    });
+  },
+};
 
 function entryOf(metafile: Metafile): { entry: string; css: string | undefined } {
   for (const [out, info] of Object.entries(metafile.outputs)) {

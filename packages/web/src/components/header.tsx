@@ -31,14 +31,8 @@ export function Header() {
         </ul>
       </nav>
       <div class="who">
-        <button
-          type="button"
-          class="ghost"
-          aria-pressed={dark}
-          title="Dark theme"
-          onClick={() => applyTheme(dark ? 'light' : 'dark')}
-        >
-          {dark ? 'Light' : 'Dark'}
+        <button type="button" class="ghost" aria-pressed={dark} onClick={() => applyTheme(dark ? 'light' : 'dark')}>
+          Dark theme
         </button>
         <span class="principal" title={self.value?.roles.join(', ')}>
           {self.value?.principal_id}

@@ -79,14 +79,12 @@ function Runtime({ app }: { app: AppInfo }) {
   if (Array.isArray(app.waiting_for) && app.waiting_for.length > 0) fields.push(['Waiting for', app.waiting_for.join(', ')]);
   return (
     <dl class="fields" data-testid="runtime">
-      {fields.map(([label, value]) => (
-        <>
-          <dt key={`t-${label}`}>{label}</dt>
-          <dd key={`d-${label}`} data-field={label}>
-            {value}
-          </dd>
-        </>
-      ))}
+      {fields.flatMap(([label, value]) => [
+        <dt key={`t-${label}`}>{label}</dt>,
+        <dd key={`d-${label}`} data-field={label}>
+          {value}
+        </dd>,
+      ])}
     </dl>
   );
 }

@@ -3,7 +3,7 @@
 // apps and 100 events/s stay smooth. CPU and memory are not carried by events: they are re-read
 // every 10 s while the page is visible.
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { memo } from 'preact/compat';
+import { memo } from '../components/memo.ts';
 import { can } from '../access.ts';
 import { api, errorText } from '../api.ts';
 import { live } from '../connection.ts';
