@@ -201,20 +201,31 @@ describe('administration flows (svc-admin)', () => {
 
   it('edits the config: a refused value shows the daemon message beside its field, a good one is saved', async () => {
     await open(page, '/admin/config', 'Configuration');
+    // Settings with a fixed set of values (from the daemon's schema) are choices.
     const level = page.getByLabel('LogLevel');
-    await level.fill('LOUD');
+    await level.locator('option', { hasText: 'DEBUG' }).waitFor({ state: 'attached' });
+    const interval = page.getByLabel('ScheduleIntervalSeconds');
+    await interval.fill('0');
     await page.getByRole('button', { name: 'Save changes' }).click();
-    const field = page.locator('[data-path="BaseConfig.LogLevel"]');
+    const field = page.locator('[data-path="BaseConfig.ScheduleIntervalSeconds"]');
     await field
       .getByRole('alert')
-      .getByText(/must be one of DEBUG, INFO, WARN, ERROR/)
+      .getByText(/Too small/)
       .waitFor();
-    expect(await level.getAttribute('aria-invalid')).toBe('true');
+    expect(await interval.getAttribute('aria-invalid')).toBe('true');
     expect((await web.api('svc-admin').call('GET', '/svc/config')).json()).toMatchObject({
-      BaseConfig: { LogLevel: 'INFO' },
+      BaseConfig: { ScheduleIntervalSeconds: 10 },
     });
+    // Not a number at all: sent as typed, and the daemon's message says so beside the field.
+    await interval.fill('ten');
+    await page.getByRole('button', { name: 'Save changes' }).click();
+    await field
+      .getByRole('alert')
+      .getByText(/number/)
+      .waitFor();
 
-    await level.fill('DEBUG');
+    await interval.fill('10');
+    await level.selectOption('DEBUG');
     await page.getByLabel('Description').fill('edited in the browser');
     await page.getByRole('button', { name: 'Save changes' }).click();
     await page
@@ -223,7 +234,7 @@ describe('administration flows (svc-admin)', () => {
       .waitFor();
     expect(await field.getByRole('alert').count()).toBe(0);
     expect((await web.api('svc-admin').call('GET', '/svc/config')).json()).toMatchObject({
-      BaseConfig: { LogLevel: 'DEBUG', Description: 'edited in the browser' },
+      BaseConfig: { LogLevel: 'DEBUG', Description: 'edited in the browser', ScheduleIntervalSeconds: 10 },
     });
     expect(web.pageErrors(page)).toEqual([]);
   });

@@ -7,7 +7,37 @@ import { can } from '../access.ts';
 import { api, errorText } from '../api.ts';
 import { configChanges, configFields, placeError, type ConfigField } from '../admin/config-edit.ts';
 import { useResource } from '../admin/use-resource.ts';
+import type { JsonSchema } from '../state/schema-form.ts';
 import type { ViewProps } from '../views.ts';
+
+/** What the daemon's Config schema says of one setting: its choices and description. */
+interface SchemaHint {
+  choices?: string[];
+  description?: string;
+}
+
+/** Every setting of the Config schema (GET /openapi.json) by dotted path; empty when unavailable. */
+async function schemaHints(): Promise<ReadonlyMap<string, SchemaHint>> {
+  const hints = new Map<string, SchemaHint>();
+  const walk = (schema: JsonSchema, keys: string[]): void => {
+    for (const [key, property] of Object.entries(schema.properties ?? {})) {
+      const path = [...keys, key];
+      if (property.properties !== undefined) walk(property, path);
+      hints.set(path.join('.'), {
+        ...(Array.isArray(property.enum) ? { choices: property.enum.map(String) } : {}),
+        ...(property.description === undefined ? {} : { description: property.description }),
+      });
+    }
+  };
+  try {
+    const doc = (await api.getOpenApi()) as { components?: { schemas?: Record<string, JsonSchema> } };
+    const schema = doc.components?.schemas?.['Config'];
+    if (schema !== undefined) walk(schema, []);
+  } catch {
+    // The form works without it: kinds come from the values, the daemon validates.
+  }
+  return hints;
+}
 
 function fieldId(path: string): string {
   return `config-${path.replace(/[^A-Za-z0-9]/g, '-')}`;
@@ -15,6 +45,7 @@ function fieldId(path: string): string {
 
 export default function HostConfig(_props: ViewProps) {
   const config = useResource(() => api.getConfig() as Promise<Record<string, unknown>>);
+  const schema = useResource(schemaHints);
   const fields = useMemo(() => configFields(config.data ?? {}), [config.data]);
   const [edited, setEdited] = useState<Record<string, string>>({});
   const [errors, setErrors] = useState<{ path: string | undefined; text: string } | undefined>(undefined);
@@ -73,6 +104,7 @@ export default function HostConfig(_props: ViewProps) {
                 <ConfigInput
                   key={field.path}
                   field={field}
+                  schema={schema.data?.get(field.path)}
                   text={edited[field.path] ?? field.text}
                   editable={editable}
                   error={errors?.path === field.path ? errors.text : undefined}
@@ -112,6 +144,7 @@ export default function HostConfig(_props: ViewProps) {
 
 function ConfigInput(props: {
   field: ConfigField;
+  schema: SchemaHint | undefined;
   text: string;
   editable: boolean;
   error: string | undefined;
@@ -119,7 +152,12 @@ function ConfigInput(props: {
 }) {
   const { field, text, editable, error } = props;
   const id = fieldId(field.path);
-  const described = error === undefined ? undefined : `${id}-error`;
+  const description = props.schema?.description;
+  const described =
+    [description === undefined ? '' : `${id}-help`, error === undefined ? '' : `${id}-error`]
+      .filter(Boolean)
+      .join(' ') || undefined;
+  const choices = field.kind === 'text' ? props.schema?.choices : undefined;
   const common = {
     id,
     name: field.path,
@@ -146,22 +184,35 @@ function ConfigInput(props: {
       );
       break;
     default:
-      input = (
-        <input
-          type="text"
-          inputMode={field.kind === 'number' ? 'numeric' : undefined}
-          placeholder={field.kind === 'nullable' ? 'not set' : undefined}
-          {...common}
-          value={text}
-          onInput={(e) => props.onChange(e.currentTarget.value)}
-        />
-      );
+      input =
+        choices !== undefined ? (
+          <select {...common} value={text} onChange={(e) => props.onChange(e.currentTarget.value)}>
+            {(choices.includes(text) ? choices : [text, ...choices]).map((choice) => (
+              <option key={choice} value={choice}>
+                {choice}
+              </option>
+            ))}
+          </select>
+        ) : (
+          <input
+            type="text"
+            inputMode={field.kind === 'number' ? 'numeric' : undefined}
+            placeholder={field.kind === 'nullable' ? 'not set' : undefined}
+            {...common}
+            value={text}
+            onInput={(e) => props.onChange(e.currentTarget.value)}
+          />
+        );
   }
   return (
     <div class={`field config-field kind-${field.kind}`} data-path={field.path}>
       <label for={id}>{field.label}</label>
       {input}
-      {field.kind === 'lines' && <span class="help">one per line</span>}
+      {(description !== undefined || field.kind === 'lines') && (
+        <span class="help" id={`${id}-help`}>
+          {[description, field.kind === 'lines' ? 'one per line' : undefined].filter(Boolean).join(' · ')}
+        </span>
+      )}
       {error !== undefined && (
         <span class="field-error" id={described} role="alert">
           {error}
