@@ -9,10 +9,15 @@ import { Header } from './components/header.tsx';
 import { SignInPage } from './components/sign-in-page.tsx';
 import { ViewOutlet } from './components/view-outlet.tsx';
 import { signal } from '@preact/signals';
+import { prefetchApplications } from './state/list-prefetch.ts';
+import { VIEWS } from './views.ts';
 
 const selfError = signal<string | undefined>(undefined);
 
 async function loadSelf(): Promise<void> {
+  // The home view's code and its first data load while the principal is read.
+  void VIEWS[0]?.load().catch(() => undefined);
+  prefetchApplications();
   try {
     const info = await api.getSelf();
     self.value = { ...info, roles: info.roles ?? [], permissions: info.permissions ?? [] };

@@ -65,7 +65,9 @@ describe('applications', () => {
   it('filters and sorts the list', async () => {
     await register('sort-b', { command: 'sleep 600' });
     await register('sort-a', { command: 'sleep 600', enabled: false });
+    // (A disabled registration announces itself by no event: a fresh page reads it.)
     await page.goto(`${web.url}/#/apps`);
+    await page.reload();
     await row('sort-a').waitFor(WAIT);
     await row('sort-b').waitFor(WAIT);
     await page.getByPlaceholder(/Filter/).fill('sort- state:disabled');

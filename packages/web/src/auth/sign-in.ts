@@ -37,6 +37,9 @@ interface Pending {
   /** The route (hash) to return to. */
   hash: string;
   silent: boolean;
+  /** The provider metadata used (not secret): the return needs no second discovery. */
+  provider?: ProviderMetadata;
+  clientId?: string;
 }
 
 let provider: ProviderMetadata | undefined;
@@ -78,6 +81,8 @@ export async function signIn(options: { silent?: boolean } = {}): Promise<void> 
     verifier: randomToken(48),
     hash: window.location.hash,
     silent: options.silent === true,
+    provider: metadata,
+    clientId,
   };
   sessionStorage.setItem(PENDING_KEY, JSON.stringify(pending));
   window.location.assign(
@@ -146,6 +151,10 @@ export async function startSession(): Promise<void> {
         ? { status: 'signed-out' }
         : { status: 'signed-out', reason: params.get('error_description') ?? error ?? 'sign-in failed' };
       return;
+    }
+    if (pending.provider !== undefined && pending.clientId !== undefined) {
+      provider = pending.provider;
+      clientId = pending.clientId;
     }
     try {
       const metadata = await ensureProvider();
