@@ -133,6 +133,31 @@ describe('applications', () => {
     await web.api('svc-admin').call('DELETE', '/svc/app/talker');
   });
 
+  it("reads back an older process's output file", async () => {
+    await register('rotated', {
+      command: 'echo "generation-$(cat /proc/sys/kernel/random/uuid)"; sleep 600',
+      shell: true,
+      stdout_backup_count: 2,
+    });
+    const firstOutput = async () => {
+      const answer = await web.api('svc-admin').call('GET', '/svc/app/rotated/output', { query: { stdout_position: '0' } });
+      return answer.text();
+    };
+    await expect.poll(firstOutput, WAIT).toMatch(/^generation-/);
+    const older = (await firstOutput()).trim();
+    expect((await web.api('svc-admin').call('POST', '/svc/app/rotated/disable')).status).toBe(200);
+    expect((await web.api('svc-admin').call('POST', '/svc/app/rotated/enable')).status).toBe(200);
+    await expect.poll(firstOutput, WAIT).not.toBe(`${older}\n`);
+    await expect.poll(firstOutput, WAIT).toMatch(/^generation-/);
+
+    await page.goto(`${web.url}/#/app/rotated`);
+    await page.getByText('Read back from a position or an older file').click();
+    await page.getByLabel('File').selectOption({ label: 'previous 1' });
+    await page.getByRole('button', { name: 'Read', exact: true }).click();
+    await expect.poll(() => page.getByTestId('output-read').textContent(), WAIT).toBe(`${older}\n`);
+    await web.api('svc-admin').call('DELETE', '/svc/app/rotated');
+  });
+
   it('registers through the generated form, and shows a validation error of the daemon beside its field on edit', async () => {
     await page.goto(`${web.url}/#/apps`);
     await page.getByRole('link', { name: 'Register' }).click();

@@ -89,7 +89,7 @@ function Runtime({ app }: { app: AppInfo }) {
   );
 }
 
-function Output({ name, files }: { name: string; files: number }) {
+function Output({ name, older }: { name: string; older: number }) {
   const output = useLiveOutput(name);
   return (
     <section class="panel" aria-labelledby="output-title">
@@ -102,7 +102,7 @@ function Output({ name, files }: { name: string; files: number }) {
       <OutputPane text={output.text} label={`Output of ${name}`} />
       <details>
         <summary>Read back from a position or an older file</summary>
-        <OutputReader name={name} files={files} />
+        <OutputReader name={name} older={older} />
       </details>
     </section>
   );
@@ -140,7 +140,7 @@ export default function AppDetail({ params }: ViewProps) {
             </section>
           </div>
           {can('getApplicationOutput', { owner_principal_id: app.owner_principal_id }) && (
-            <Output name={name} files={typeof app.stdout_file_count === 'number' ? app.stdout_file_count : 1} />
+            <Output name={name} older={typeof app.stdout_file_count === 'number' ? app.stdout_file_count : 0} />
           )}
         </>
       )}
