@@ -44,9 +44,14 @@ function useApp(name: string): { app: AppInfo | undefined; error: string | undef
       resync: () => void reload(),
     });
     void reload();
+    // CPU, memory and the output file count are not carried by events: re-read while visible.
+    const metrics = setInterval(() => {
+      if (document.visibilityState === 'visible') void reload();
+    }, 10_000);
     return () => {
       stopped = true;
       unsubscribe();
+      clearInterval(metrics);
     };
   }, [name]);
   return {
