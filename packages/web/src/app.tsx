@@ -34,10 +34,10 @@ export function App() {
     if (state.status !== 'signed-in') self.value = undefined;
   }, [state.status]);
 
-  if (state.status === 'starting')
+  if (state.status === 'starting' || state.status === 'signing-out')
     return (
       <main class="center" aria-busy="true">
-        <p>Signing in…</p>
+        <p>{state.status === 'starting' ? 'Signing in…' : 'Signing out…'}</p>
       </main>
     );
   if (state.status !== 'signed-in')

@@ -7,6 +7,7 @@ import { signal } from '@preact/signals';
 import {
   AuthError,
   CLIENT_ID,
+  authorizationAnswer,
   authorizationUrl,
   codeChallenge,
   discover,
@@ -27,6 +28,8 @@ export type AuthState =
   | { status: 'starting' }
   | { status: 'signed-out'; reason?: string }
   | { status: 'signed-in' }
+  /** Tokens forgotten; the page is leaving for the provider's end-session page. */
+  | { status: 'signing-out' }
   | { status: 'expired'; reason: string };
 
 export const authState = signal<AuthState>({ status: 'starting' });
@@ -136,10 +139,10 @@ export async function renew(): Promise<void> {
  * silent one (prompt=none) once per tab, or settles on signed-out.
  */
 export async function startSession(): Promise<void> {
-  const params = new URLSearchParams(window.location.search);
-  const code = params.get('code');
-  const error = params.get('error');
-  if (code !== null || error !== null) {
+  const params = authorizationAnswer(window.location.search, window.location.hash);
+  if (params !== undefined) {
+    const code = params.get('code');
+    const error = params.get('error');
     const pending = takePending();
     window.history.replaceState(null, '', `/${pending?.hash ?? ''}`);
     if (pending === undefined || params.get('state') !== pending.state) {
@@ -188,11 +191,15 @@ export async function signOut(): Promise<void> {
   const metadata = provider;
   const refresh = tokens?.refreshToken;
   publish(undefined);
-  authState.value = { status: 'signed-out' };
-  if (metadata === undefined) return;
+  if (metadata === undefined) {
+    authState.value = { status: 'signed-out' };
+    return;
+  }
+  authState.value = { status: 'signing-out' };
   if (refresh !== undefined) await revoke(metadata, clientId, refresh);
   // The next load must not sign in silently again before the provider session is gone.
   sessionStorage.setItem(SILENT_KEY, '1');
   const url = endSessionUrl(metadata, { clientId, postLogoutRedirectUri: redirectUri() });
   if (url !== undefined) window.location.assign(url);
+  else authState.value = { status: 'signed-out' };
 }
