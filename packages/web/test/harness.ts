@@ -91,6 +91,8 @@ export interface WebHarness {
 export interface WebHarnessOptions {
   /** More environment for svcd (for example cluster settings). */
   env?: Record<string, string>;
+  /** More files under SVC_HOME before the first start (e.g. `config/config.yaml`). */
+  files?: Record<string, string>;
 }
 
 async function passwordGrant(info: ServeInfo, caPem: string, user: BuiltinUser): Promise<string> {
@@ -154,7 +156,7 @@ export async function startWebHarness(options: WebHarnessOptions = {}): Promise<
     tokenTtlSeconds: 900,
     users: [{ email: MAINTAINER_EMAIL, roles: ['svc-maintenance'] }],
     env: { ...options.env, SVC_AGENT_PORT: String(agentPort) },
-    files: { 'config/oidc.yaml': oidcConfig(`https://127.0.0.1:${agentPort}`) },
+    files: { ...options.files, 'config/oidc.yaml': oidcConfig(`https://127.0.0.1:${agentPort}`) },
   });
   let browser: Browser;
   try {

@@ -44,10 +44,18 @@ async function readCluster(): Promise<ClusterState> {
   return { nodes, topology, apps };
 }
 
-function pairs(map: Record<string, string>): string {
-  return Object.entries(map)
-    .map(([k, v]) => `${k}=${v}`)
-    .join(', ');
+function Labels({ map }: { map: Record<string, string> }) {
+  const entries = Object.entries(map);
+  if (entries.length === 0) return <span class="muted">–</span>;
+  return (
+    <span class="labels">
+      {entries.map(([k, v]) => (
+        <span key={k} class="badge mono">
+          {k}={v}
+        </span>
+      ))}
+    </span>
+  );
 }
 
 export default function Cluster(_props: ViewProps) {
@@ -106,7 +114,9 @@ export default function Cluster(_props: ViewProps) {
                     <span class="badge muted">member</span>
                   )}
                 </td>
-                <td class="mono">{pairs(node.label)}</td>
+                <td>
+                  <Labels map={node.label} />
+                </td>
                 <td class="num">{node.resource.cpu_cores}</td>
                 <td class="num">{formatBytes(node.resource.mem_total_bytes)}</td>
                 <td class="mono">{node.svc}</td>
@@ -129,7 +139,7 @@ export default function Cluster(_props: ViewProps) {
                   {placed.map((entry) => (
                     <li key={entry.app}>
                       <span class="mono">{entry.app}</span>{' '}
-                      <span class="muted">since {entry.schedule_time}</span>
+                      <span class="muted since">placed {entry.schedule_time}</span>
                     </li>
                   ))}
                 </ul>
@@ -175,7 +185,9 @@ export default function Cluster(_props: ViewProps) {
                     </td>
                     <td class="num">{task.port === 0 ? '–' : task.port}</td>
                     <td class="num">{task.memoryMB === 0 ? '–' : `${task.memoryMB} MB`}</td>
-                    <td class="mono">{pairs(task.condition)}</td>
+                    <td>
+                      <Labels map={task.condition} />
+                    </td>
                     <td class="mono">{task.placements.map((p) => p.host).join(', ')}</td>
                   </tr>
                 ))}

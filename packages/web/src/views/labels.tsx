@@ -48,16 +48,18 @@ export default function Labels(_props: ViewProps) {
                 <td class="mono">{k}</td>
                 <td class="mono">{v}</td>
                 {mayDelete && (
-                  <td class="actions">
-                    <ConfirmButton
-                      label="Delete"
-                      danger
-                      question={`Delete label ${k}?`}
-                      onConfirm={async () => {
-                        setError(await attempt(() => api.deleteLabel(k)));
-                        await labels.reload();
-                      }}
-                    />
+                  <td>
+                    <div class="row-actions">
+                      <ConfirmButton
+                        label="Delete"
+                        danger
+                        question={`Delete label ${k}?`}
+                        onConfirm={async () => {
+                          setError(await attempt(() => api.deleteLabel(k)));
+                          await labels.reload();
+                        }}
+                      />
+                    </div>
                   </td>
                 )}
               </tr>

@@ -3,7 +3,7 @@
 // passwords of built-in users are managed by the identity's own administration (docs/web-ui.md).
 // Deleting tombstones the record: the daemon refuses its tokens from then on.
 import { useState } from 'preact/hooks';
-import { can } from '../access.ts';
+import { can, self } from '../access.ts';
 import { api } from '../api.ts';
 import { ConfirmButton } from '../components/confirm-button.tsx';
 import { attempt, useResource } from '../admin/use-resource.ts';
@@ -72,27 +72,29 @@ export default function Principals(_props: ViewProps) {
                   <span class={p.status === 'active' ? 'badge ok' : 'badge bad'}>{p.status}</span>
                 </td>
                 {(mayEdit || mayDelete) && (
-                  <td class="actions">
-                    {mayEdit && (
-                      <button
-                        type="button"
-                        onClick={() => setEditing(p)}
-                        aria-label={`Edit ${p.principal_id}`}
-                      >
-                        Edit
-                      </button>
-                    )}
-                    {mayDelete && p.status === 'active' && (
-                      <ConfirmButton
-                        label="Delete"
-                        danger
-                        question={`Delete principal ${p.principal_id}? Its tokens are refused from then on.`}
-                        onConfirm={async () => {
-                          setError(await attempt(() => api.deletePrincipal(p.principal_id)));
-                          await principals.reload();
-                        }}
-                      />
-                    )}
+                  <td>
+                    <div class="row-actions">
+                      {mayEdit && (
+                        <button
+                          type="button"
+                          onClick={() => setEditing(p)}
+                          aria-label={`Edit ${p.principal_id}`}
+                        >
+                          Edit
+                        </button>
+                      )}
+                      {mayDelete && p.status === 'active' && p.principal_id !== self.value?.principal_id && (
+                        <ConfirmButton
+                          label="Delete"
+                          danger
+                          question={`Delete principal ${p.principal_id}? Its tokens are refused from then on.`}
+                          onConfirm={async () => {
+                            setError(await attempt(() => api.deletePrincipal(p.principal_id)));
+                            await principals.reload();
+                          }}
+                        />
+                      )}
+                    </div>
                   </td>
                 )}
               </tr>

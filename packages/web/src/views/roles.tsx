@@ -52,23 +52,25 @@ export default function Roles(_props: ViewProps) {
                   {granted.length === 0 ? <span class="muted">none</span> : granted.join(', ')}
                 </td>
                 {(mayEdit || mayDelete) && (
-                  <td class="actions">
-                    {!BUILT_IN.test(role) && mayEdit && (
-                      <button type="button" aria-label={`Edit ${role}`} onClick={() => setEditing(role)}>
-                        Edit
-                      </button>
-                    )}
-                    {!BUILT_IN.test(role) && mayDelete && (
-                      <ConfirmButton
-                        label="Delete"
-                        danger
-                        question={`Delete role ${role}?`}
-                        onConfirm={async () => {
-                          setError(await attempt(() => api.deleteRole(role)));
-                          await roles.reload();
-                        }}
-                      />
-                    )}
+                  <td>
+                    <div class="row-actions">
+                      {!BUILT_IN.test(role) && mayEdit && (
+                        <button type="button" aria-label={`Edit ${role}`} onClick={() => setEditing(role)}>
+                          Edit
+                        </button>
+                      )}
+                      {!BUILT_IN.test(role) && mayDelete && (
+                        <ConfirmButton
+                          label="Delete"
+                          danger
+                          question={`Delete role ${role}?`}
+                          onConfirm={async () => {
+                            setError(await attempt(() => api.deleteRole(role)));
+                            await roles.reload();
+                          }}
+                        />
+                      )}
+                    </div>
                   </td>
                 )}
               </tr>
