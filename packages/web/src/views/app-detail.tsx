@@ -10,19 +10,9 @@ import { HealthBadge, StateBadge } from '../components/badges.tsx';
 import { OutputPane, useLiveOutput } from '../components/live-output.tsx';
 import { OutputReader } from '../components/output-reader.tsx';
 import { applyEvent, rowOf } from '../state/app-list-store.ts';
+import { definitionOf } from '../state/app-definition.ts';
 import { formatBytes, formatCpu, formatTime } from '../format.ts';
 import type { ViewProps } from '../views.ts';
-
-/** Fields the daemon reports about the running app; everything else is the definition. */
-const RUNTIME_FIELDS = new Set([
-  'pid', 'pid_user', 'process_uuid', 'return_code', 'health', 'memory', 'cpu', 'fd', 'pstree', 'starts',
-  'register_time', 'last_start_time', 'last_exit_time', 'next_start_time', 'last_error', 'waiting_for',
-  'stdout_file_count', 'owner_principal_id', 'owner_display_name', 'version', 'status', 'stdout_cache_num',
-]);
-
-export function definitionOf(info: AppInfo): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(info).filter(([key]) => !RUNTIME_FIELDS.has(key)));
-}
 
 function useApp(name: string): { app: AppInfo | undefined; error: string | undefined; set: (info?: AppInfo) => void } {
   const [app, setApp] = useState<AppInfo | undefined>(undefined);
