@@ -9,10 +9,15 @@ import { Header } from './components/header.tsx';
 import { SignInPage } from './components/sign-in-page.tsx';
 import { ViewOutlet } from './components/view-outlet.tsx';
 import { signal } from '@preact/signals';
+import { prefetchApplications } from './state/list-prefetch.ts';
+import { VIEWS } from './views.ts';
 
 const selfError = signal<string | undefined>(undefined);
 
 async function loadSelf(): Promise<void> {
+  // The home view's code and its first data load while the principal is read.
+  void VIEWS[0]?.load().catch(() => undefined);
+  prefetchApplications();
   try {
     const info = await api.getSelf();
     self.value = { ...info, roles: info.roles ?? [], permissions: info.permissions ?? [] };
@@ -29,10 +34,10 @@ export function App() {
     if (state.status !== 'signed-in') self.value = undefined;
   }, [state.status]);
 
-  if (state.status === 'starting')
+  if (state.status === 'starting' || state.status === 'signing-out')
     return (
       <main class="center" aria-busy="true">
-        <p>Signing in…</p>
+        <p>{state.status === 'starting' ? 'Signing in…' : 'Signing out…'}</p>
       </main>
     );
   if (state.status !== 'signed-in')

@@ -65,7 +65,9 @@ describe('applications', () => {
   it('filters and sorts the list', async () => {
     await register('sort-b', { command: 'sleep 600' });
     await register('sort-a', { command: 'sleep 600', enabled: false });
+    // (A disabled registration announces itself by no event: a fresh page reads it.)
     await page.goto(`${web.url}/#/apps`);
+    await page.reload();
     await row('sort-a').waitFor(WAIT);
     await row('sort-b').waitFor(WAIT);
     await page.getByPlaceholder(/Filter/).fill('sort- state:disabled');
@@ -129,6 +131,31 @@ describe('applications', () => {
     const read = page.getByTestId('output-read');
     await expect.poll(() => read.textContent(), WAIT).toMatch(/^line-1\nline-2\n/);
     await web.api('svc-admin').call('DELETE', '/svc/app/talker');
+  });
+
+  it("reads back an older process's output file", async () => {
+    await register('rotated', {
+      command: 'echo "generation-$(cat /proc/sys/kernel/random/uuid)"; sleep 600',
+      shell: true,
+      stdout_backup_count: 2,
+    });
+    const firstOutput = async () => {
+      const answer = await web.api('svc-admin').call('GET', '/svc/app/rotated/output', { query: { stdout_position: '0' } });
+      return answer.text();
+    };
+    await expect.poll(firstOutput, WAIT).toMatch(/^generation-/);
+    const older = (await firstOutput()).trim();
+    expect((await web.api('svc-admin').call('POST', '/svc/app/rotated/disable')).status).toBe(200);
+    expect((await web.api('svc-admin').call('POST', '/svc/app/rotated/enable')).status).toBe(200);
+    await expect.poll(firstOutput, WAIT).not.toBe(`${older}\n`);
+    await expect.poll(firstOutput, WAIT).toMatch(/^generation-/);
+
+    await page.goto(`${web.url}/#/app/rotated`);
+    await page.getByText('Read back from a position or an older file').click();
+    await page.getByLabel('File').selectOption({ label: 'previous 1' });
+    await page.getByRole('button', { name: 'Read', exact: true }).click();
+    await expect.poll(() => page.getByTestId('output-read').textContent(), WAIT).toBe(`${older}\n`);
+    await web.api('svc-admin').call('DELETE', '/svc/app/rotated');
   });
 
   it('registers through the generated form, and shows a validation error of the daemon beside its field on edit', async () => {

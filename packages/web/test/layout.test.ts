@@ -34,6 +34,10 @@ describe('layout and keyboard', () => {
   ])
     it(`fits ${viewport.width} px wide without page-wide horizontal scrolling`, async () => {
       const page = await web.newPage({ viewport });
+      const consoleErrors: string[] = [];
+      page.on('console', (message) => {
+        if (message.type() === 'error') consoleErrors.push(message.text());
+      });
       await web.signIn(page, 'svc-admin');
       await page.locator('tr[data-app="laid-out"]').waitFor(WAIT);
       await noPageScrollX(page);
@@ -45,6 +49,8 @@ describe('layout and keyboard', () => {
       await noPageScrollX(page);
       const size = await page.evaluate(() => parseFloat(getComputedStyle(document.documentElement).fontSize));
       expect(size).toBeGreaterThanOrEqual(viewport.width > 2000 ? 18 : 15);
+      // The strict CSP refused nothing the UI does (no inline script or style, no other origin).
+      expect(consoleErrors.filter((text) => /Content Security Policy|Refused to/i.test(text))).toEqual([]);
     });
 
   it('switches to the dark theme and keeps the choice across a reload', async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { authorizationUrl, codeChallenge, endSessionUrl, renewalDelay, routedMetadata, SCOPE, tokenSetOf } from './oidc.ts';
+import { authorizationAnswer, authorizationUrl, codeChallenge, endSessionUrl, renewalDelay, routedMetadata, SCOPE, tokenSetOf } from './oidc.ts';
 
 const ISSUER = 'http://127.0.0.1:6062/auth';
 const DOC = {
@@ -37,8 +37,18 @@ describe('OIDC helpers', () => {
       state: 's',
       code_challenge: challenge,
       code_challenge_method: 'S256',
+      response_mode: 'fragment',
       prompt: 'none',
     });
+  });
+
+  it('reads the answer from the fragment or the query, and nothing else', () => {
+    expect(authorizationAnswer('', '#code=c1&state=s1')?.get('code')).toBe('c1');
+    expect(authorizationAnswer('?code=c2&state=s2', '#/apps')?.get('code')).toBe('c2');
+    expect(authorizationAnswer('', '#error=login_required&state=s')?.get('error')).toBe('login_required');
+    expect(authorizationAnswer('', '#/app/x?code=1')).toBeUndefined();
+    expect(authorizationAnswer('?code=1', '')).toBeUndefined();
+    expect(authorizationAnswer('', '')).toBeUndefined();
   });
 
   it('keeps tokens out of the end-session URL', () => {

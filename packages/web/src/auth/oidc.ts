@@ -124,6 +124,9 @@ export function authorizationUrl(
   url.searchParams.set('state', params.state);
   url.searchParams.set('code_challenge', params.challenge);
   url.searchParams.set('code_challenge_method', 'S256');
+  // The code comes back in the fragment, which the browser never sends to a server (no log, no
+  // Referer), and the page reads and removes at once.
+  url.searchParams.set('response_mode', 'fragment');
   if (params.prompt !== undefined) url.searchParams.set('prompt', params.prompt);
   return url.toString();
 }
@@ -204,6 +207,15 @@ export function endSessionUrl(
   url.searchParams.set('client_id', params.clientId);
   url.searchParams.set('post_logout_redirect_uri', params.postLogoutRedirectUri);
   return url.toString();
+}
+
+/** The authorization answer in a return URL: from the fragment (response_mode=fragment) or the query. */
+export function authorizationAnswer(search: string, hash: string): URLSearchParams | undefined {
+  for (const part of [hash.replace(/^#/, ''), search.replace(/^\?/, '')]) {
+    const params = new URLSearchParams(part);
+    if (params.has('state') && (params.has('code') || params.has('error'))) return params;
+  }
+  return undefined;
 }
 
 /** When to renew: 60 s before expiry, or at 3/4 of a short lifetime; never in the past. */

@@ -7,6 +7,7 @@ import { signal } from '@preact/signals';
 import {
   AuthError,
   CLIENT_ID,
+  authorizationAnswer,
   authorizationUrl,
   codeChallenge,
   discover,
@@ -27,6 +28,8 @@ export type AuthState =
   | { status: 'starting' }
   | { status: 'signed-out'; reason?: string }
   | { status: 'signed-in' }
+  /** Tokens forgotten; the page is leaving for the provider's end-session page. */
+  | { status: 'signing-out' }
   | { status: 'expired'; reason: string };
 
 export const authState = signal<AuthState>({ status: 'starting' });
@@ -37,6 +40,9 @@ interface Pending {
   /** The route (hash) to return to. */
   hash: string;
   silent: boolean;
+  /** The provider metadata used (not secret): the return needs no second discovery. */
+  provider?: ProviderMetadata;
+  clientId?: string;
 }
 
 let provider: ProviderMetadata | undefined;
@@ -78,6 +84,8 @@ export async function signIn(options: { silent?: boolean } = {}): Promise<void> 
     verifier: randomToken(48),
     hash: window.location.hash,
     silent: options.silent === true,
+    provider: metadata,
+    clientId,
   };
   sessionStorage.setItem(PENDING_KEY, JSON.stringify(pending));
   window.location.assign(
@@ -131,10 +139,10 @@ export async function renew(): Promise<void> {
  * silent one (prompt=none) once per tab, or settles on signed-out.
  */
 export async function startSession(): Promise<void> {
-  const params = new URLSearchParams(window.location.search);
-  const code = params.get('code');
-  const error = params.get('error');
-  if (code !== null || error !== null) {
+  const params = authorizationAnswer(window.location.search, window.location.hash);
+  if (params !== undefined) {
+    const code = params.get('code');
+    const error = params.get('error');
     const pending = takePending();
     window.history.replaceState(null, '', `/${pending?.hash ?? ''}`);
     if (pending === undefined || params.get('state') !== pending.state) {
@@ -146,6 +154,10 @@ export async function startSession(): Promise<void> {
         ? { status: 'signed-out' }
         : { status: 'signed-out', reason: params.get('error_description') ?? error ?? 'sign-in failed' };
       return;
+    }
+    if (pending.provider !== undefined && pending.clientId !== undefined) {
+      provider = pending.provider;
+      clientId = pending.clientId;
     }
     try {
       const metadata = await ensureProvider();
@@ -179,11 +191,15 @@ export async function signOut(): Promise<void> {
   const metadata = provider;
   const refresh = tokens?.refreshToken;
   publish(undefined);
-  authState.value = { status: 'signed-out' };
-  if (metadata === undefined) return;
+  if (metadata === undefined) {
+    authState.value = { status: 'signed-out' };
+    return;
+  }
+  authState.value = { status: 'signing-out' };
   if (refresh !== undefined) await revoke(metadata, clientId, refresh);
   // The next load must not sign in silently again before the provider session is gone.
   sessionStorage.setItem(SILENT_KEY, '1');
   const url = endSessionUrl(metadata, { clientId, postLogoutRedirectUri: redirectUri() });
   if (url !== undefined) window.location.assign(url);
+  else authState.value = { status: 'signed-out' };
 }

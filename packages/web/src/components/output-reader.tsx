@@ -5,7 +5,8 @@ import { api, errorText } from '../api.ts';
 
 const PAGE_BYTES = 64 * 1024;
 
-export function OutputReader({ name, files }: { name: string; files: number }) {
+/** `older`: how many older output files the daemon keeps (`stdout_file_count`). */
+export function OutputReader({ name, older }: { name: string; older: number }) {
   const [index, setIndex] = useState(0);
   const [position, setPosition] = useState(0);
   const [page, setPage] = useState<{ text: string; from: number; next: number } | undefined>(undefined);
@@ -33,7 +34,7 @@ export function OutputReader({ name, files }: { name: string; files: number }) {
           File{' '}
           <select value={index} onChange={(e) => setIndex(Number((e.target as HTMLSelectElement).value))}>
             <option value={0}>current</option>
-            {Array.from({ length: Math.max(0, files - 1) }, (_, i) => (
+            {Array.from({ length: Math.max(0, Math.min(older, 100)) }, (_, i) => (
               <option key={i + 1} value={i + 1}>
                 {`previous ${i + 1}`}
               </option>

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { definitionOf, editableDefinition } from './app-definition.ts';
 import { definitionFrom, fieldErrors, fieldsOf, valuesOf, type JsonSchema } from './schema-form.ts';
 
 const SCHEMA: JsonSchema = {
@@ -99,5 +100,15 @@ describe('schema form', () => {
     const proto = definitionFrom(fields, { env: '__proto__=x\nconstructor=y' }, {});
     expect(Object.keys(proto.definition['env'] as object)).toEqual(['__proto__', 'constructor']);
     expect(JSON.stringify(proto.definition)).toBe('{"env":{"__proto__":"x","constructor":"y"}}');
+  });
+});
+
+describe('editable definition', () => {
+  it('sends back only what a client may set: no runtime, server-set or adopting fields', () => {
+    const fields = fieldsOf(SCHEMA);
+    const accepted = new Set(fields.map((f) => f.keys[0]!));
+    const info = { name: 'a', command: 'c', pid: 12, cpu: 1, owner_principal_id: 'u', system: false, state: 'running', env: { A: '1' } };
+    expect(definitionOf(info)).toEqual({ name: 'a', command: 'c', env: { A: '1' } });
+    expect(editableDefinition({ ...info, mystery: 1 }, accepted)).toEqual({ name: 'a', command: 'c', env: { A: '1' } });
   });
 });

@@ -10,19 +10,9 @@ import { HealthBadge, StateBadge } from '../components/badges.tsx';
 import { OutputPane, useLiveOutput } from '../components/live-output.tsx';
 import { OutputReader } from '../components/output-reader.tsx';
 import { applyEvent, rowOf } from '../state/app-list-store.ts';
+import { definitionOf } from '../state/app-definition.ts';
 import { formatBytes, formatCpu, formatTime } from '../format.ts';
 import type { ViewProps } from '../views.ts';
-
-/** Fields the daemon reports about the running app; everything else is the definition. */
-const RUNTIME_FIELDS = new Set([
-  'pid', 'pid_user', 'process_uuid', 'return_code', 'health', 'memory', 'cpu', 'fd', 'pstree', 'starts',
-  'register_time', 'last_start_time', 'last_exit_time', 'next_start_time', 'last_error', 'waiting_for',
-  'stdout_file_count', 'owner_principal_id', 'owner_display_name', 'version', 'status', 'stdout_cache_num',
-]);
-
-export function definitionOf(info: AppInfo): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(info).filter(([key]) => !RUNTIME_FIELDS.has(key)));
-}
 
 function useApp(name: string): { app: AppInfo | undefined; error: string | undefined; set: (info?: AppInfo) => void } {
   const [app, setApp] = useState<AppInfo | undefined>(undefined);
@@ -44,9 +34,14 @@ function useApp(name: string): { app: AppInfo | undefined; error: string | undef
       resync: () => void reload(),
     });
     void reload();
+    // CPU, memory and the output file count are not carried by events: re-read while visible.
+    const metrics = setInterval(() => {
+      if (document.visibilityState === 'visible') void reload();
+    }, 10_000);
     return () => {
       stopped = true;
       unsubscribe();
+      clearInterval(metrics);
     };
   }, [name]);
   return {
@@ -89,7 +84,7 @@ function Runtime({ app }: { app: AppInfo }) {
   );
 }
 
-function Output({ name, files }: { name: string; files: number }) {
+function Output({ name, older }: { name: string; older: number }) {
   const output = useLiveOutput(name);
   return (
     <section class="panel" aria-labelledby="output-title">
@@ -102,7 +97,7 @@ function Output({ name, files }: { name: string; files: number }) {
       <OutputPane text={output.text} label={`Output of ${name}`} />
       <details>
         <summary>Read back from a position or an older file</summary>
-        <OutputReader name={name} files={files} />
+        <OutputReader name={name} older={older} />
       </details>
     </section>
   );
@@ -140,7 +135,7 @@ export default function AppDetail({ params }: ViewProps) {
             </section>
           </div>
           {can('getApplicationOutput', { owner_principal_id: app.owner_principal_id }) && (
-            <Output name={name} files={typeof app.stdout_file_count === 'number' ? app.stdout_file_count : 1} />
+            <Output name={name} older={typeof app.stdout_file_count === 'number' ? app.stdout_file_count : 0} />
           )}
         </>
       )}

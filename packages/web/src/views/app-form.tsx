@@ -6,7 +6,7 @@ import { api, errorText } from '../api.ts';
 import { SchemaField, fieldId } from '../components/schema-field.tsx';
 import { href, navigate } from '../router.ts';
 import { definitionFrom, fieldErrors, fieldsOf, valuesOf, type FormValues, type JsonSchema } from '../state/schema-form.ts';
-import { definitionOf } from './app-detail.tsx';
+import { editableDefinition } from '../state/app-definition.ts';
 import type { ViewProps } from '../views.ts';
 
 let schemaCache: Promise<JsonSchema> | undefined;
@@ -39,7 +39,9 @@ export default function AppForm({ params }: ViewProps) {
     void (async () => {
       try {
         const loaded = await appSchema();
-        const definition = editing === undefined ? { enabled: true } : definitionOf(await api.getApplication(editing));
+        const accepted = new Set(fieldsOf(loaded).map((f) => f.keys[0]!));
+        const definition =
+          editing === undefined ? { enabled: true } : editableDefinition(await api.getApplication(editing), accepted);
         setSchema(loaded);
         setBase(editing === undefined ? {} : definition);
         setValues(valuesOf(fieldsOf(loaded), definition));

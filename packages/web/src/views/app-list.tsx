@@ -7,6 +7,7 @@ import { memo } from '../components/memo.ts';
 import { can } from '../access.ts';
 import { api, errorText } from '../api.ts';
 import { live } from '../connection.ts';
+import { firstApplications } from '../state/list-prefetch.ts';
 import { href } from '../router.ts';
 import { AppListStore, type AppRow, type ListQuery, type SortKey } from '../state/app-list-store.ts';
 import { frameBatcher } from '../state/frame-batch.ts';
@@ -37,9 +38,11 @@ function useLiveList(): { store: AppListStore; version: number; error: string | 
   useEffect(() => {
     let stopped = false;
     const render = () => !stopped && setVersion(store.version);
+    let first = true;
     const reload = async () => {
       try {
-        const apps = await api.listApplications();
+        const apps = first ? await firstApplications() : await api.listApplications();
+        first = false;
         if (stopped) return;
         store.flush();
         store.replaceAll(apps);

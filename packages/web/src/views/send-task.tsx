@@ -1,5 +1,5 @@
 // Send a task to a worker application (POST /svc/app/{name}/task) and show its reply.
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { api, errorText } from '../api.ts';
 import type { ViewProps } from '../views.ts';
 
@@ -10,6 +10,14 @@ export default function SendTask({ query }: ViewProps) {
   const [reply, setReply] = useState<{ text: string; taskId: string | undefined } | undefined>(undefined);
   const [error, setError] = useState<string | undefined>(undefined);
   const [busy, setBusy] = useState(false);
+  const [names, setNames] = useState<string[]>([]);
+  useEffect(() => {
+    // Suggestions only: running applications (a worker runs its loop); a refusal just leaves none.
+    api.listApplications().then(
+      (apps) => setNames(apps.filter((a) => typeof a.pid === 'number' && a.pid > 0).map((a) => a.name).sort()),
+      () => undefined,
+    );
+  }, []);
   const submit = async (event: Event) => {
     event.preventDefault();
     setError(undefined);
@@ -32,7 +40,20 @@ export default function SendTask({ query }: ViewProps) {
       <form class="app-form" onSubmit={(e) => void submit(e)}>
         <div class="field">
           <label for="task-app">Worker application</label>
-          <input id="task-app" type="text" required value={app} onInput={(e) => setApp((e.target as HTMLInputElement).value)} />
+          <input
+            id="task-app"
+            type="text"
+            required
+            list="task-apps"
+            autoComplete="off"
+            value={app}
+            onInput={(e) => setApp((e.target as HTMLInputElement).value)}
+          />
+          <datalist id="task-apps">
+            {names.map((n) => (
+              <option key={n} value={n} />
+            ))}
+          </datalist>
         </div>
         <div class="field">
           <label for="task-payload">Payload</label>
