@@ -239,6 +239,22 @@ describe('administration flows (svc-admin)', () => {
     expect(web.pageErrors(page)).toEqual([]);
   });
 
+  it('fits 360 px wide: no page-wide horizontal scroll on any administration view', async () => {
+    await page.setViewportSize({ width: 360, height: 740 });
+    for (const [path, heading] of [
+      ['/admin/principals', 'Principals'],
+      ['/admin/roles', 'Roles'],
+      ['/admin/labels', 'Labels'],
+      ['/admin/config', 'Configuration'],
+    ] as const) {
+      await open(page, path, heading);
+      await page.locator('table, form').first().waitFor();
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      expect(overflow, path).toBeLessThanOrEqual(0);
+    }
+    await page.setViewportSize({ width: 1280, height: 800 });
+  });
+
   it('signs out after administration: the session ends and the UI asks to sign in again', async () => {
     await page.getByRole('button', { name: 'Sign out' }).click();
     // The provider's end-session page asks to confirm, then returns to the UI.

@@ -89,6 +89,11 @@ describe('cluster view', () => {
       const app = page.locator('tr[data-cluster-app="web"]');
       await app.getByText('2 / 2').waitFor();
       await expect(app.textContent()).resolves.toMatch(/node-a, node-b/);
+      // Readable at 360 px: the tables scroll inside their boxes, the page does not.
+      await page.setViewportSize({ width: 360, height: 740 });
+      await nodeA.waitFor();
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      expect(overflow).toBeLessThanOrEqual(0);
       expect(web.pageErrors(page)).toEqual([]);
       await page.context().close();
     });
