@@ -39,6 +39,7 @@ describe('AppListStore', () => {
     store.push(event('new-app', 'START', { pid: 7 }));
     store.flush();
     expect(store.get('app-0000')).toMatchObject({ state: 'running', pid: 42, restarts: 1 });
+    expect(store.get('app-0000')?.info['state']).toBe('running');
     expect(store.get('app-0001')).toBeUndefined();
     expect([...store.unknown]).toEqual(['new-app']);
     store.upsert({ name: 'new-app', pid: 7, enabled: true });

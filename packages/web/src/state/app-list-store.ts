@@ -60,7 +60,12 @@ export function applyEvent(info: AppInfo, event: SubscriptionEvent): AppInfo | u
   const data = event.data as Record<string, unknown>;
   switch (event.event_type) {
     case 'START': {
-      const next: AppInfo = { ...info, starts: (info.starts ?? 0) + 1, last_start_time: Math.floor(event.timestamp / 1000) };
+      const next: AppInfo = {
+        ...info,
+        starts: (info.starts ?? 0) + 1,
+        last_start_time: Math.floor(event.timestamp / 1000),
+        state: 'running',
+      };
       if (typeof data['pid'] === 'number') next.pid = data['pid'];
       if (typeof data['process_uuid'] === 'string') next.process_uuid = data['process_uuid'];
       delete next.return_code;
@@ -75,13 +80,20 @@ export function applyEvent(info: AppInfo, event: SubscriptionEvent): AppInfo | u
         memory: 0,
       };
       delete next.pid;
+      // The daemon's lifecycle state after an exit (stopped, backoff, scheduled…) comes with the next read.
+      delete next['state'];
       if (typeof data['last_error'] === 'string') next.last_error = data['last_error'];
       return next;
     }
     case 'HEALTH':
       return data['health'] === 0 || data['health'] === 1 ? { ...info, health: data['health'] } : info;
-    case 'STATUS':
-      return typeof data['enabled'] === 'boolean' ? { ...info, enabled: data['enabled'] } : info;
+    case 'STATUS': {
+      if (typeof data['enabled'] !== 'boolean') return info;
+      const next: AppInfo = { ...info, enabled: data['enabled'] };
+      if (data['enabled']) delete next['state'];
+      else next['state'] = 'disabled';
+      return next;
+    }
     case 'REMOVED':
       return undefined;
     default:

@@ -58,6 +58,7 @@ function Runtime({ app }: { app: AppInfo }) {
   const row = rowOf(app);
   const fields: [string, preact.ComponentChildren][] = [
     ['State', <StateBadge state={row.state} />],
+    ['Lifecycle', typeof app['state'] === 'string' ? app['state'] : '–'],
     ['Health', <HealthBadge health={row.health} running={row.state === 'running'} />],
     ['PID', row.pid ?? '–'],
     ['CPU', formatCpu(row.cpu)],
