@@ -165,6 +165,43 @@ describe('AppStore', () => {
     expect((await readdir(dir)).sort()).toEqual(['four.yaml', 'one.yaml', 'three.yaml', 'two.yaml']);
   });
 
+  it('group commit: concurrent saves and deletes of many apps all land, the last save of an app wins', async () => {
+    const store = new AppStore(dir, crypter);
+    const names = Array.from({ length: 24 }, (_, i) => `g${i}`);
+    const writes: Promise<void>[] = [];
+    for (let round = 0; round < 5; round++)
+      for (const name of names) writes.push(store.save(app(name, { description: `r${round}` })));
+    writes.push(store.delete('g0'), store.delete('g1'));
+    writes.push(store.save(app('g1', { description: 'back' })));
+    await Promise.all(writes);
+    await store.close();
+    const loaded = await new AppStore(dir, crypter).loadAll();
+    expect(loaded.errors).toEqual([]);
+    const byName = new Map(loaded.apps.map((a) => [a.name, a.description]));
+    expect(byName.has('g0')).toBe(false);
+    expect(byName.get('g1')).toBe('back');
+    for (const name of names.slice(2)) expect(byName.get(name)).toBe('r4');
+    expect((await readdir(dir)).filter((f) => f.startsWith('.'))).toEqual([]);
+  });
+
+  it('group commit: a failed write fails its own callers only', async () => {
+    const store = new AppStore(dir, crypter);
+    await store.save(app('ok0'));
+    // A directory named like the file: the rename over it fails (EISDIR), the others do not.
+    await mkdir(join(dir, 'blocked.yaml', 'child'), { recursive: true });
+    const results = await Promise.allSettled([
+      store.save(app('ok1')),
+      store.save(app('blocked')),
+      store.save(app('blocked', { description: 'coalesced' })),
+      store.save(app('ok2')),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'rejected', 'fulfilled']);
+    await store.close();
+    const loaded = await new AppStore(dir, crypter).loadAll();
+    expect(loaded.apps.map((a) => a.name)).toEqual(['ok0', 'ok1', 'ok2']);
+    expect((await readdir(dir)).filter((f) => f.startsWith('.'))).toEqual([]);
+  });
+
   it('accepts system apps only in a trusted store', async () => {
     await new AppStore(dir, crypter, { trusted: true }).save(
       parseAppDefinition({ name: 'svc-agent', command: 'agent', system: true }, { trusted: true }),

@@ -11,6 +11,7 @@ import type { AppDefinition } from '../model/app-definition.ts';
 import { NAME_PATTERN, deserializeApp, serializeApp } from '../model/app-definition.ts';
 import type { SecretCrypter } from '../model/secret-crypter.ts';
 import { TEMP_PREFIX, fsyncDir } from '../util/atomic-file.ts';
+import { GroupCommitter } from '../util/group-commit.ts';
 
 const SUFFIX = '.yaml';
 /** Pooled temp files start with TEMP_PREFIX, so loadAll skips them like any temp file. */
@@ -127,10 +128,12 @@ export class AppStore {
 
   /**
    * Atomically and durably write the definition (secret_env encrypted), mode 0600: write a temp file
-   * opened O_DSYNC (durable when the write returns), rename it over <name>.yaml (closing it meanwhile), fsync the directory. Same
-   * guarantees as util/atomic-file.ts with fewer thread-pool round trips on the start path: the
-   * temp file comes from a small pool of pre-created, pre-chmod'ed empty files (creating a file
-   * costs 0.5-1 ms here), the directory is created once and its fd kept open for its fsync.
+   * opened O_DSYNC (durable when the write returns), rename it over <name>.yaml (closing it
+   * meanwhile), fsync the directory. Same guarantees as util/atomic-file.ts with fewer thread-pool
+   * round trips on the start path: the temp file comes from a small pool of pre-created,
+   * pre-chmod'ed empty files (creating a file costs 0.5-1 ms here), the directory is created once
+   * and its fd kept open for its fsync. Group commit (util/group-commit.ts): concurrent saves and
+   * deletes share directory fsyncs, and saves of one app coalesce (the last definition wins).
    */
   save(def: AppDefinition): Promise<void> {
     let file: string;
@@ -141,12 +144,52 @@ export class AppStore {
     } catch (error) {
       return Promise.reject(error instanceof Error ? error : new Error(String(error)));
     }
-    // Issue the write NOW, before returning to the caller: the start path spawns right after this
-    // call, synchronously, and the write proceeds in the thread pool meanwhile.
+    // The write is issued NOW, before returning to the caller, unless a write of the same file is
+    // still applying: the start path spawns right after this call, synchronously, and the write
+    // proceeds in the thread pool meanwhile.
+    return this.#commits.commit(file, data);
+  }
+
+  /** Delete the file of `name` (durably: the directory is fsynced); a missing app is not an error. */
+  delete(name: string): Promise<void> {
+    let file: string;
+    try {
+      file = appFileName(name);
+    } catch (error) {
+      return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+    }
+    return this.#commits.commit(file, null);
+  }
+
+  readonly #commits = new GroupCommitter<Buffer | null>({
+    apply: (file, data) => (data === null ? this.#unlink(file) : this.#replace(file, data)),
+    sync: () => this.#syncDir(),
+  });
+
+  /** Write `data` to a temp file and rename it over `file`: visible, not yet durable. */
+  #replace(file: string, data: Buffer): Promise<void> {
     const pooled = this.#temps.shift();
     const written = pooled === undefined ? undefined : writeAll(pooled.handle, data);
     void this.#refill();
     return this.#finish(join(this.#dir, file), data, pooled, written);
+  }
+
+  async #unlink(file: string): Promise<void> {
+    try {
+      await rm(join(this.#dir, file));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    }
+  }
+
+  async #syncDir(): Promise<void> {
+    const dir = this.#dirHandle();
+    try {
+      await (await dir).sync();
+    } catch {
+      this.#dir$ = undefined; // unusable handle: sync by path, reopen next time
+      await fsyncDir(this.#dir);
+    }
   }
 
   async #finish(
@@ -194,12 +237,6 @@ export class AppStore {
         renamed = true;
       } finally {
         await (closed ?? temp.handle.close());
-      }
-      try {
-        await (await dir).sync();
-      } catch {
-        this.#dir$ = undefined; // unusable handle: sync by path, reopen next time
-        await fsyncDir(this.#dir);
       }
     } finally {
       if (!renamed && temp !== undefined) await rm(temp.path, { force: true });
@@ -277,18 +314,6 @@ export class AppStore {
       await temp.handle.close();
       await rm(temp.path, { force: true });
     }
-  }
-
-  /** Delete the file of `name`; deleting a missing app is not an error. */
-  async delete(name: string): Promise<void> {
-    const path = join(this.#dir, appFileName(name));
-    try {
-      await rm(path);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
-      throw error;
-    }
-    await fsyncDir(this.#dir);
   }
 }
 
