@@ -205,7 +205,9 @@ describe('GroupCommitter', () => {
     for (let i = 0; i < 200; i++) {
       const key = `k${i % 20}`;
       const value = String(i);
-      writes.push(c.commit(key, value).then(() => expect(Number(durable.get(key))).toBeGreaterThanOrEqual(i)));
+      writes.push(
+        c.commit(key, value).then(() => expect(Number(durable.get(key))).toBeGreaterThanOrEqual(i)),
+      );
     }
     await Promise.all(writes);
     for (let k = 0; k < 20; k++) expect(durable.get(`k${k}`)).toBe(String(180 + k));
