@@ -202,6 +202,59 @@ describe('AppStore', () => {
     expect((await readdir(dir)).filter((f) => f.startsWith('.'))).toEqual([]);
   });
 
+  it('journal: an answered save survives the loss of its file (replayed from the log at the next load)', async () => {
+    const store = new AppStore(dir, crypter, { journal: true });
+    await store.loadAll();
+    await store.save(app('kept', { description: 'v1' }));
+    await store.save(app('kept', { description: 'v2' }));
+    await store.save(app('gone'));
+    await store.delete('gone');
+    // Visible at once (renamed into place before the answer).
+    expect(await readFile(join(dir, 'kept.yaml'), 'utf8')).toContain('v2');
+    // A power loss before the files reached the disk: the file is garbage, the unlink undone.
+    await writeFile(join(dir, 'kept.yaml'), '\0\0\0');
+    await writeFile(join(dir, 'gone.yaml'), 'name: gone\ncommand: sleep 1\n');
+    const next = new AppStore(dir, crypter, { journal: true }); // `store` is never closed: a crash
+    const loaded = await next.loadAll();
+    expect(loaded.errors).toEqual([]);
+    expect(loaded.apps.map((a) => [a.name, a.description])).toEqual([['kept', 'v2']]);
+    await next.close();
+    await store.close().catch(() => undefined);
+    expect((await readdir(dir)).filter((f) => f.startsWith('.tmp'))).toEqual([]);
+  });
+
+  it('journal: a clean close leaves an empty log; the next load changes nothing', async () => {
+    const store = new AppStore(dir, crypter, { journal: true });
+    await store.save(app('a')); // opens the log on first use
+    await store.close();
+    await writeFile(join(dir, 'a.yaml'), 'name: a\ncommand: sleep 2\n'); // edited by hand after the stop
+    const loaded = await new AppStore(dir, crypter, { journal: true }).loadAll();
+    expect(loaded.apps.map((a) => a.command)).toEqual(['sleep 2']);
+  });
+
+  it('journal: a definition too large for the log is written in place and wins over older records', async () => {
+    const store = new AppStore(dir, crypter, { journal: true });
+    await store.loadAll();
+    await store.save(app('big', { description: 'small' }));
+    const metadata = { blob: 'x'.repeat(300 * 1024) };
+    await store.save(app('big', { description: 'large', metadata }));
+    const loaded = await new AppStore(dir, crypter, { journal: true }).loadAll();
+    expect(loaded.apps.map((a) => a.description)).toEqual(['large']);
+    await store.close().catch(() => undefined);
+  });
+
+  it('journal: a full log is reset once its files are durable; every save lands', async () => {
+    const store = new AppStore(dir, crypter, { journal: true, journalBytes: 6 * 4096 });
+    await store.loadAll();
+    const names = Array.from({ length: 40 }, (_, i) => `full${i}`);
+    for (let round = 0; round < 3; round++)
+      await Promise.all(names.map((n) => store.save(app(n, { description: `r${round}` }))));
+    const loaded = await new AppStore(dir, crypter, { journal: true, journalBytes: 6 * 4096 }).loadAll();
+    expect(loaded.errors).toEqual([]);
+    expect(loaded.apps.map((a) => a.description)).toEqual(names.map(() => 'r2'));
+    await store.close().catch(() => undefined);
+  });
+
   it('accepts system apps only in a trusted store', async () => {
     await new AppStore(dir, crypter, { trusted: true }).save(
       parseAppDefinition({ name: 'svc-agent', command: 'agent', system: true }, { trusted: true }),

@@ -12,12 +12,26 @@ import { NAME_PATTERN, deserializeApp, serializeApp } from '../model/app-definit
 import type { SecretCrypter } from '../model/secret-crypter.ts';
 import { TEMP_PREFIX, fsyncDir } from '../util/atomic-file.ts';
 import { GroupCommitter } from '../util/group-commit.ts';
+import { LogFullError, WriteAheadLog } from '../util/write-ahead-log.ts';
 
 const SUFFIX = '.yaml';
 /** Pooled temp files start with TEMP_PREFIX, so loadAll skips them like any temp file. */
 const POOL_TEMP_PREFIX = `${TEMP_PREFIX}pool.`;
 const TEMP_POOL_SIZE = 2;
-const TEMP_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_DSYNC;
+const TEMP_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL;
+/** The write-ahead log of a journaled store (util/write-ahead-log.ts); not a `.yaml`, never loaded. */
+export const JOURNAL_FILE = '.journal';
+/** Definitions larger than this are written directly (durable file, then a barrier record). */
+const MAX_LOGGED_BYTES = 256 * 1024;
+/** An idle log with more than this in it is reset (keeps the replay at start-up short). */
+const RESET_AFTER_BYTES = 64 * 1024;
+/** How long renamed files wait for their fdatasync + directory fsync (they are in the log). */
+const CHECKPOINT_DELAY_MS = 20;
+/** Record ops; Barrier: the file on disk is newer than every earlier record of it (a direct write). */
+const Op = { Put: 0, Delete: 1, Barrier: 2 } as const;
+type Op = (typeof Op)[keyof typeof Op];
+type Temp = { path: string; handle: FileHandle };
+const noop = (): void => undefined;
 
 export interface LoadResult {
   apps: AppDefinition[];
@@ -33,6 +47,14 @@ export interface LoadResult {
 export interface AppStoreOptions {
   /** Bundled apps/*.yaml: definitions may carry `system: true`. */
   trusted?: boolean;
+  /**
+   * Acknowledge a save once its record is durable in `<dir>/.journal` (one write, no file-system
+   * journal commit) and the file renamed into place; the file itself is made durable right after,
+   * and replayed from the log at the next load if the host went down first (work/apps).
+   */
+  journal?: boolean;
+  /** Size of the log (tests; default util/write-ahead-log.ts DEFAULT_LOG_BYTES). */
+  journalBytes?: number;
 }
 
 /**
@@ -66,10 +88,15 @@ export class AppStore {
   readonly #crypter: SecretCrypter;
   readonly #trusted: boolean;
 
+  readonly #journaled: boolean;
+  readonly #journalBytes: number | undefined;
+
   constructor(dir: string, crypter: SecretCrypter, options: AppStoreOptions = {}) {
     this.#dir = dir;
     this.#crypter = crypter;
     this.#trusted = options.trusted === true;
+    this.#journaled = options.journal === true && !this.#trusted;
+    this.#journalBytes = options.journalBytes;
   }
 
   get dir(): string {
@@ -78,15 +105,21 @@ export class AppStore {
 
   /** Read every `<name>.yaml`; a missing directory is an empty store. Sorted by name. */
   async loadAll(): Promise<LoadResult> {
+    const errors: LoadResult['errors'] = [];
+    if (this.#journaled) {
+      // Replays what the log holds (acknowledged saves whose files may not have reached the disk).
+      const discarded = (await this.#openLog()).discarded;
+      if (discarded !== undefined)
+        errors.push({ file: discarded, error: 'write-ahead log with an invalid header: set aside' });
+    }
     let entries: string[];
     try {
       entries = await readdir(this.#dir);
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { apps: [], errors: [], migrated: [] };
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { apps: [], errors, migrated: [] };
       throw error;
     }
     const apps: AppDefinition[] = [];
-    const errors: LoadResult['errors'] = [];
     const migrated: LoadResult['migrated'] = [];
     for (const file of entries.sort()) {
       if (!file.endsWith(SUFFIX)) continue;
@@ -147,7 +180,7 @@ export class AppStore {
     // The write is issued NOW, before returning to the caller, unless a write of the same file is
     // still applying: the start path spawns right after this call, synchronously, and the write
     // proceeds in the thread pool meanwhile.
-    return this.#commits.commit(file, data);
+    return this.#journaled ? this.#logged(file, data) : this.#commits.commit(file, data);
   }
 
   /** Delete the file of `name` (durably: the directory is fsynced); a missing app is not an error. */
@@ -158,7 +191,7 @@ export class AppStore {
     } catch (error) {
       return Promise.reject(error instanceof Error ? error : new Error(String(error)));
     }
-    return this.#commits.commit(file, null);
+    return this.#journaled ? this.#logged(file, null) : this.#commits.commit(file, null);
   }
 
   readonly #commits = new GroupCommitter<Buffer | null>({
@@ -219,8 +252,8 @@ export class AppStore {
       temp ??= await this.#createTemp();
       let closed: Promise<void> | undefined;
       try {
-        // O_DSYNC: the write resolves once the data is durable (one thread-pool job, no fdatasync).
         await (written ?? writeAll(temp.handle, data));
+        await temp.handle.datasync();
         closed = temp.handle.close();
         try {
           await rename(temp.path, path);
@@ -231,6 +264,7 @@ export class AppStore {
           temp = await this.#createTemp();
           closed = undefined;
           await writeAll(temp.handle, data);
+          await temp.handle.datasync();
           closed = temp.handle.close();
           await rename(temp.path, path);
         }
@@ -303,10 +337,242 @@ export class AppStore {
     return this.#refilling;
   }
 
+  // ---- journaled saves (options.journal) -------------------------------------------------------
+  //
+  // A save: its record is appended to the log (group-committed, issued at once) while its data is
+  // written, without sync, into a pooled temp file; once the record is durable the temp file is
+  // renamed over <name>.yaml (never before: a rename that reached the disk ahead of its data could
+  // otherwise replace an acknowledged definition with garbage after a power loss) and the save is
+  // answered. Then, off the answer's path, the file's data is fdatasync'ed and the directory
+  // fsynced (shared by every file of the moment: #checkpoints); when nothing logged is waiting for
+  // that any more, the log is reset. Renames and unlinks of one file keep the order of their saves.
+
+  #log: WriteAheadLog | undefined;
+  #log$: Promise<{ log: WriteAheadLog; discarded?: string }> | undefined;
+  /** Records appended (or being appended) whose files are not durable yet: the log keeps them. */
+  #pending = 0;
+  #drainWaiters: (() => void)[] = [];
+  #checkpointError: Error | undefined;
+  readonly #publishing = new Map<string, Promise<void>>();
+  #checkpointKey = 0;
+  readonly #unsynced: (Temp | null)[] = [];
+  #checkpointTimer: NodeJS.Timeout | undefined;
+  readonly #checkpoints = new GroupCommitter<Temp | null>({
+    apply: async (_key, temp) => {
+      if (temp === null) return; // an unlink: the directory fsync makes it durable
+      try {
+        await temp.handle.datasync();
+      } finally {
+        await temp.handle.close();
+      }
+    },
+    sync: () => this.#syncDir(),
+  });
+
+  /** Open the log and replay it: every file it names gets its last logged state, durably. */
+  #openLog(): Promise<{ log: WriteAheadLog; discarded?: string }> {
+    this.#log$ ??= (async () => {
+      await this.#dirHandle();
+      const opened = await WriteAheadLog.open(join(this.#dir, JOURNAL_FILE), this.#journalBytes);
+      const last = new Map<string, Buffer | null | undefined>();
+      for (const record of opened.records) {
+        const decoded = decodeRecord(record);
+        if (decoded === undefined) continue;
+        last.set(
+          decoded.file,
+          decoded.op === Op.Put ? decoded.data : decoded.op === Op.Delete ? null : undefined,
+        );
+      }
+      const replays: Promise<void>[] = [];
+      for (const [file, state] of last)
+        if (state !== undefined) replays.push(this.#commits.commit(file, state));
+      await Promise.all(replays);
+      await opened.log.reset();
+      this.#log = opened.log;
+      return opened.discarded === undefined
+        ? { log: opened.log }
+        : { log: opened.log, discarded: opened.discarded };
+    })();
+    const opening = this.#log$;
+    opening.catch(() => {
+      if (this.#log$ === opening) this.#log$ = undefined;
+    });
+    return opening;
+  }
+
+  #logged(file: string, data: Buffer | null): Promise<void> {
+    const log = this.#log;
+    if (log === undefined) return this.#openLog().then(() => this.#logged(file, data));
+    if (data !== null && data.length > MAX_LOGGED_BYTES)
+      return this.#inOrder(file, () => this.#direct(log, file, data));
+    // Both issued now, before the caller's next step (the spawn): the log write and the data write.
+    this.#pending++;
+    const durable = this.#append(log, encodeRecord(file, data === null ? Op.Delete : Op.Put, data));
+    durable.catch(noop);
+    const staged = data === null ? undefined : this.#stage(data);
+    staged?.catch(noop);
+    return this.#inOrder(file, async () => {
+      let temp: Temp | undefined;
+      let stageError: unknown;
+      try {
+        temp = await staged;
+      } catch (error) {
+        stageError = error;
+      }
+      try {
+        await durable;
+      } catch (error) {
+        if (temp !== undefined) await discard(temp);
+        throw error;
+      }
+      if (stageError !== undefined) {
+        // The record is durable but its data could not be staged: write the file directly.
+        try {
+          await this.#commits.commit(file, data);
+        } finally {
+          this.#checkpointed();
+        }
+        return;
+      }
+      try {
+        if (temp === undefined) await this.#unlink(file);
+        else await rename(temp.path, join(this.#dir, file));
+      } catch (error) {
+        // The record is durable: until the log is reset, a restart may still replay it (an error
+        // answer is then like an answer lost in transit).
+        if (temp !== undefined) await discard(temp);
+        this.#checkpointed();
+        throw error;
+      }
+      this.#scheduleCheckpoint(temp ?? null);
+    });
+  }
+
+  /**
+   * Files renamed into place wait CHECKPOINT_DELAY_MS, then are made durable together (fdatasync
+   * each, one directory fsync): a burst costs one checkpoint, and its fsyncs do not queue in front
+   * of the next request's log write on the device.
+   */
+  #scheduleCheckpoint(temp: Temp | null): void {
+    this.#unsynced.push(temp);
+    if (this.#checkpointTimer !== undefined) return;
+    this.#checkpointTimer = setTimeout(() => this.#checkpointNow(), CHECKPOINT_DELAY_MS);
+    this.#checkpointTimer.unref();
+  }
+
+  #checkpointNow(): void {
+    if (this.#checkpointTimer !== undefined) clearTimeout(this.#checkpointTimer);
+    this.#checkpointTimer = undefined;
+    for (const temp of this.#unsynced.splice(0)) {
+      this.#checkpoints.commit(String(++this.#checkpointKey), temp).then(
+        () => this.#checkpointed(),
+        (error: unknown) => {
+          // The log keeps the record (never reset now): the next start replays it.
+          this.#checkpointError ??= error instanceof Error ? error : new Error(String(error));
+          this.#wakeDrainWaiters();
+        },
+      );
+    }
+  }
+
+  /** Runs `step` after every earlier step of `file` (renames and unlinks keep the saves' order). */
+  #inOrder(file: string, step: () => Promise<void>): Promise<void> {
+    const previous = this.#publishing.get(file) ?? Promise.resolve();
+    const done = previous.then(step);
+    const settled = done.then(noop, noop);
+    this.#publishing.set(file, settled);
+    void settled.then(() => {
+      if (this.#publishing.get(file) === settled) this.#publishing.delete(file);
+    });
+    return done;
+  }
+
+  /** Append with room: a full log is reset once every earlier record's file is durable. */
+  async #append(log: WriteAheadLog, record: Buffer): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await log.append(record);
+        return;
+      } catch (error) {
+        this.#pending--;
+        this.#wakeDrainWaiters();
+        if (!(error instanceof LogFullError) || attempt >= 3) throw error;
+      }
+      await this.#drained();
+      await log.reset(() => this.#pending === 0);
+      this.#pending++;
+    }
+  }
+
+  /** A definition too large for the log: written durably in place, then a barrier record. */
+  async #direct(log: WriteAheadLog, file: string, data: Buffer): Promise<void> {
+    await this.#commits.commit(file, data);
+    this.#pending++;
+    await this.#append(log, encodeRecord(file, Op.Barrier, null));
+    this.#checkpointed();
+  }
+
+  /** The data of a journaled save in a temp file, not synced (the log makes it durable first). */
+  async #stage(data: Buffer): Promise<Temp> {
+    const pooled = this.#temps.shift();
+    void this.#refill();
+    if (pooled !== undefined) {
+      const ok = await writeAll(pooled.handle, data).then(
+        () => true,
+        () => false,
+      );
+      if (ok) return pooled;
+      await discard(pooled); // closed, or deleted by another store: use a fresh one
+    }
+    const temp = await this.#createTemp();
+    try {
+      await writeAll(temp.handle, data);
+    } catch (error) {
+      await discard(temp);
+      throw error;
+    }
+    return temp;
+  }
+
+  #checkpointed(): void {
+    this.#pending--;
+    this.#wakeDrainWaiters();
+    const log = this.#log;
+    if (this.#pending === 0 && log !== undefined && log.used > RESET_AFTER_BYTES)
+      void log.reset(() => this.#pending === 0).catch(noop);
+  }
+
+  #wakeDrainWaiters(): void {
+    if (this.#pending !== 0 && this.#checkpointError === undefined) return;
+    for (const wake of this.#drainWaiters.splice(0)) wake();
+  }
+
+  /** Resolves when every logged record's file is durable; throws if one could not be made so. */
+  async #drained(): Promise<void> {
+    this.#checkpointNow(); // someone waits: no delay
+    if (this.#pending !== 0 && this.#checkpointError === undefined)
+      await new Promise<void>((resolve) => this.#drainWaiters.push(resolve));
+    if (this.#checkpointError !== undefined) throw this.#checkpointError;
+  }
+
   /** Close the kept handles and delete pooled temp files (shutdown); a later save reopens. */
   async close(): Promise<void> {
     this.#closed = true;
     await this.#refilling;
+    const logging = this.#log$;
+    this.#log$ = undefined;
+    this.#log = undefined;
+    const log = await logging?.then((opened) => opened.log).catch(() => undefined);
+    if (log !== undefined) {
+      await Promise.all([...this.#publishing.values()]);
+      // A clean shutdown leaves an empty log when every file is durable (else the next start replays).
+      const drained = await this.#drained().then(
+        () => true,
+        () => false,
+      );
+      if (drained) await log.reset(() => this.#pending === 0).catch(noop);
+      await log.close();
+    }
     const handle = this.#dir$;
     this.#dir$ = undefined;
     if (handle !== undefined) await (await handle.catch(() => undefined))?.close();
@@ -315,6 +581,39 @@ export class AppStore {
       await rm(temp.path, { force: true });
     }
   }
+}
+
+/** Close and delete a temp file that will not be renamed. */
+async function discard(temp: Temp): Promise<void> {
+  await temp.handle.close().catch(noop);
+  await rm(temp.path, { force: true });
+}
+
+/** A log record: u16 file-name length, the name, u8 op, the data (Put only). */
+function encodeRecord(file: string, op: Op, data: Buffer | null): Buffer {
+  const name = Buffer.from(file);
+  const head = Buffer.alloc(3 + name.length);
+  head.writeUInt16LE(name.length, 0);
+  name.copy(head, 2);
+  head.writeUInt8(op, 2 + name.length);
+  return data === null ? head : Buffer.concat([head, data]);
+}
+
+/** A record back; undefined for one that is not well formed or names no valid app file. */
+function decodeRecord(record: Buffer): { file: string; op: Op; data: Buffer } | undefined {
+  if (record.length < 3) return undefined;
+  const length = record.readUInt16LE(0);
+  if (record.length < 3 + length) return undefined;
+  const file = record.subarray(2, 2 + length).toString();
+  const op = record.readUInt8(2 + length) as Op;
+  if (op !== Op.Put && op !== Op.Delete && op !== Op.Barrier) return undefined;
+  if (!file.endsWith(SUFFIX)) return undefined;
+  try {
+    if (appFileName(file.slice(0, -SUFFIX.length)) !== file) return undefined;
+  } catch {
+    return undefined;
+  }
+  return { file, op, data: record.subarray(3 + length) };
 }
 
 async function writeAll(handle: FileHandle, data: Buffer): Promise<void> {
