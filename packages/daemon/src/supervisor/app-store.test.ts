@@ -209,8 +209,9 @@ describe('AppStore', () => {
     await store.save(app('kept', { description: 'v2' }));
     await store.save(app('gone'));
     await store.delete('gone');
-    // Visible at once (renamed into place before the answer).
+    // In place when answered (renamed once the record was durable).
     expect(await readFile(join(dir, 'kept.yaml'), 'utf8')).toContain('v2');
+    expect(await readdir(dir)).not.toContain('gone.yaml');
     // A power loss before the files reached the disk: the file is garbage, the unlink undone.
     await writeFile(join(dir, 'kept.yaml'), '\0\0\0');
     await writeFile(join(dir, 'gone.yaml'), 'name: gone\ncommand: sleep 1\n');

@@ -2,7 +2,7 @@
 // (CONTRACT §2). Writes are atomic (util/atomic-file.ts); a file that fails validation is reported
 // and left in place, never deleted, so an acknowledged definition is never lost.
 import { randomBytes } from 'node:crypto';
-import { constants } from 'node:fs';
+import { constants, writeSync } from 'node:fs';
 import { SvcError } from '@svc/protocol';
 import { mkdir, open, readdir, readFile, rename, rm } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
@@ -31,6 +31,10 @@ const CHECKPOINT_DELAY_MS = 20;
 const Op = { Put: 0, Delete: 1, Barrier: 2 } as const;
 type Op = (typeof Op)[keyof typeof Op];
 type Temp = { path: string; handle: FileHandle };
+interface OpenedLog {
+  log: WriteAheadLog;
+  problems: { file: string; error: string }[];
+}
 const noop = (): void => undefined;
 
 export interface LoadResult {
@@ -108,9 +112,7 @@ export class AppStore {
     const errors: LoadResult['errors'] = [];
     if (this.#journaled) {
       // Replays what the log holds (acknowledged saves whose files may not have reached the disk).
-      const discarded = (await this.#openLog()).discarded;
-      if (discarded !== undefined)
-        errors.push({ file: discarded, error: 'write-ahead log with an invalid header: set aside' });
+      errors.push(...(await this.#openLog()).problems);
     }
     let entries: string[];
     try {
@@ -156,6 +158,7 @@ export class AppStore {
         errors.push({ file: path, error: error instanceof Error ? error.message : String(error) });
       }
     }
+    if (migrated.length > 0) await this.settled(); // the rewritten files are in place on return
     return { apps, errors, migrated };
   }
 
@@ -348,7 +351,7 @@ export class AppStore {
   // that any more, the log is reset. Renames and unlinks of one file keep the order of their saves.
 
   #log: WriteAheadLog | undefined;
-  #log$: Promise<{ log: WriteAheadLog; discarded?: string }> | undefined;
+  #log$: Promise<OpenedLog> | undefined;
   /** Records appended (or being appended) whose files are not durable yet: the log keeps them. */
   #pending = 0;
   #drainWaiters: (() => void)[] = [];
@@ -369,8 +372,11 @@ export class AppStore {
     sync: () => this.#syncDir(),
   });
 
-  /** Open the log and replay it: every file it names gets its last logged state, durably. */
-  #openLog(): Promise<{ log: WriteAheadLog; discarded?: string }> {
+  /**
+   * Open the log and replay it: every file it names gets its last logged state, durably. A file
+   * that cannot be written is reported (LoadResult.errors) and the log then kept as it is.
+   */
+  #openLog(): Promise<OpenedLog> {
     this.#log$ ??= (async () => {
       await this.#dirHandle();
       const opened = await WriteAheadLog.open(join(this.#dir, JOURNAL_FILE), this.#journalBytes);
@@ -383,15 +389,25 @@ export class AppStore {
           decoded.op === Op.Put ? decoded.data : decoded.op === Op.Delete ? null : undefined,
         );
       }
-      const replays: Promise<void>[] = [];
-      for (const [file, state] of last)
-        if (state !== undefined) replays.push(this.#commits.commit(file, state));
+      const problems: LoadResult['errors'] = [];
+      if (opened.discarded !== undefined)
+        problems.push({ file: opened.discarded, error: 'write-ahead log with an invalid header: set aside' });
+      const replays = [...last].flatMap(([file, state]) =>
+        state === undefined
+          ? []
+          : [
+              this.#commits.commit(file, state).catch((error: unknown) => {
+                problems.push({
+                  file: join(this.#dir, file),
+                  error: `replay from ${JOURNAL_FILE}: ${asError(error).message}`,
+                });
+              }),
+            ],
+      );
       await Promise.all(replays);
-      await opened.log.reset();
+      if (problems.length === 0 || opened.discarded !== undefined) await opened.log.reset();
       this.#log = opened.log;
-      return opened.discarded === undefined
-        ? { log: opened.log }
-        : { log: opened.log, discarded: opened.discarded };
+      return { log: opened.log, problems };
     })();
     const opening = this.#log$;
     opening.catch(() => {
@@ -408,44 +424,63 @@ export class AppStore {
     // Both issued now, before the caller's next step (the spawn): the log write and the data write.
     this.#pending++;
     const durable = this.#append(log, encodeRecord(file, data === null ? Op.Delete : Op.Put, data));
-    durable.catch(noop);
     const staged = data === null ? undefined : this.#stage(data);
     staged?.catch(noop);
-    return this.#inOrder(file, async () => {
-      let temp: Temp | undefined;
-      let stageError: unknown;
-      try {
-        temp = await staged;
-      } catch (error) {
-        stageError = error;
-      }
-      try {
-        await durable;
-      } catch (error) {
-        if (temp !== undefined) await discard(temp);
-        throw error;
-      }
-      if (stageError !== undefined) {
-        // The record is durable but its data could not be staged: write the file directly.
-        try {
-          await this.#commits.commit(file, data);
-        } finally {
-          this.#checkpointed();
-        }
-        return;
-      }
+    // The answer waits for the record and for the file being in place (renames keep the order).
+    durable.catch(noop);
+    return this.#inOrder(file, () => this.#publish(log, file, data, durable, staged));
+  }
+
+  /**
+   * After its record is durable: the rename (or unlink) of a journaled save, then its checkpoint
+   * is scheduled. A save whose file cannot be put in place fails: a barrier record (the file on
+   * disk stands) is logged first so that no restart replays what was answered with an error.
+   */
+  async #publish(
+    log: WriteAheadLog,
+    file: string,
+    data: Buffer | null,
+    durable: Promise<void>,
+    staged: Promise<Temp> | undefined,
+  ): Promise<void> {
+    let temp: Temp | undefined;
+    let stageError: unknown;
+    try {
+      temp = await staged;
+    } catch (error) {
+      stageError = error;
+    }
+    try {
+      await durable;
+    } catch (error) {
+      if (temp !== undefined) await discard(temp);
+      throw error;
+    }
+    let placeError = stageError;
+    if (placeError === undefined) {
       try {
         if (temp === undefined) await this.#unlink(file);
         else await rename(temp.path, join(this.#dir, file));
       } catch (error) {
-        // The record is durable: until the log is reset, a restart may still replay it (an error
-        // answer is then like an answer lost in transit).
-        if (temp !== undefined) await discard(temp);
-        this.#checkpointed();
-        throw error;
+        placeError = error;
       }
-      this.#scheduleCheckpoint(temp ?? null);
-    });
+    }
+    if (placeError !== undefined) {
+      if (temp !== undefined) await discard(temp);
+      this.#pending++;
+      await this.#append(log, encodeRecord(file, Op.Barrier, null)).then(
+        () => this.#checkpointed(),
+        noop, // not logged: a restart may still replay the save (an answer lost in transit)
+      );
+      this.#checkpointed();
+      throw asError(placeError);
+    }
+    this.#scheduleCheckpoint(temp ?? null);
+  }
+
+  /** Resolves once every answered save's file is in place (renamed or unlinked; not yet durable). */
+  async settled(): Promise<void> {
+    while (this.#publishing.size > 0) await Promise.all([...this.#publishing.values()]);
   }
 
   /**
@@ -468,7 +503,7 @@ export class AppStore {
         () => this.#checkpointed(),
         (error: unknown) => {
           // The log keeps the record (never reset now): the next start replays it.
-          this.#checkpointError ??= error instanceof Error ? error : new Error(String(error));
+          this.#checkpointError ??= asError(error);
           this.#wakeDrainWaiters();
         },
       );
@@ -512,17 +547,23 @@ export class AppStore {
     this.#checkpointed();
   }
 
-  /** The data of a journaled save in a temp file, not synced (the log makes it durable first). */
+  /**
+   * The data of a journaled save in a temp file, not synced (the log makes it durable first): into
+   * a pooled file synchronously (a page-cache copy, ~10 µs, cheaper than a thread-pool round trip),
+   * else into a new one.
+   */
   async #stage(data: Buffer): Promise<Temp> {
     const pooled = this.#temps.shift();
     void this.#refill();
     if (pooled !== undefined) {
-      const ok = await writeAll(pooled.handle, data).then(
-        () => true,
-        () => false,
-      );
-      if (ok) return pooled;
-      await discard(pooled); // closed, or deleted by another store: use a fresh one
+      try {
+        let offset = 0;
+        while (offset < data.length)
+          offset += writeSync(pooled.handle.fd, data, offset, data.length - offset, offset);
+        return pooled;
+      } catch {
+        await discard(pooled); // closed, or deleted by another store: use a fresh one
+      }
     }
     const temp = await this.#createTemp();
     try {
@@ -564,7 +605,7 @@ export class AppStore {
     this.#log = undefined;
     const log = await logging?.then((opened) => opened.log).catch(() => undefined);
     if (log !== undefined) {
-      await Promise.all([...this.#publishing.values()]);
+      await this.settled();
       // A clean shutdown leaves an empty log when every file is durable (else the next start replays).
       const drained = await this.#drained().then(
         () => true,
@@ -583,10 +624,14 @@ export class AppStore {
   }
 }
 
+function asError(error: unknown): Error {
+  return error instanceof Error ? error : new Error(typeof error === 'string' ? error : 'write failed');
+}
+
 /** Close and delete a temp file that will not be renamed. */
 async function discard(temp: Temp): Promise<void> {
   await temp.handle.close().catch(noop);
-  await rm(temp.path, { force: true });
+  await rm(temp.path, { force: true }).catch(noop); // gone with its directory, or left for the next start's cleanup
 }
 
 /** A log record: u16 file-name length, the name, u8 op, the data (Put only). */
