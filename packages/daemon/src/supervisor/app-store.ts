@@ -407,6 +407,7 @@ export class AppStore {
       await Promise.all(replays);
       if (problems.length === 0 || opened.discarded !== undefined) await opened.log.reset();
       this.#log = opened.log;
+      void this.#refill(); // the first save finds a pooled temp file
       return { log: opened.log, problems };
     })();
     const opening = this.#log$;
@@ -476,6 +477,9 @@ export class AppStore {
       throw asError(placeError);
     }
     this.#scheduleCheckpoint(temp ?? null);
+    // Refilled once the rename is done: creating files in the directory would compete with it
+    // (the directory's lock, the file-system journal) on the answer's path.
+    void this.#refill();
   }
 
   /** Resolves once every answered save's file is in place (renamed or unlinked; not yet durable). */
@@ -554,7 +558,6 @@ export class AppStore {
    */
   async #stage(data: Buffer): Promise<Temp> {
     const pooled = this.#temps.shift();
-    void this.#refill();
     if (pooled !== undefined) {
       try {
         let offset = 0;
