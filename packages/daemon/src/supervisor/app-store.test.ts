@@ -1,6 +1,7 @@
 import { SvcError } from '@svc/protocol';
 import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -254,6 +255,26 @@ describe('AppStore', () => {
     expect(loaded.errors).toEqual([]);
     expect(loaded.apps.map((a) => a.description)).toEqual(names.map(() => 'r2'));
     await store.close().catch(() => undefined);
+  });
+
+  it('journal: the handles kept for fast renames are bounded and all closed by close()', async () => {
+    const fds = (): number => readdirSync('/proc/self/fd').length;
+    const before = fds();
+    const store = new AppStore(dir, crypter, { journal: true });
+    await store.loadAll();
+    const names = Array.from({ length: 300 }, (_, i) => `h${i}`);
+    await Promise.all(names.map((n) => store.save(app(n))));
+    await Promise.all(names.map((n) => store.save(app(n, { description: 'again' }))));
+    await store.delete('h0');
+    await store.settled();
+    expect(fds() - before).toBeLessThan(300 + 16); // one per file at most, before trimming
+    await store.close();
+    expect(fds() - before).toBeLessThanOrEqual(0);
+    const reloaded = new AppStore(dir, crypter, { journal: true });
+    const loaded = await reloaded.loadAll();
+    await reloaded.close();
+    expect(loaded.apps).toHaveLength(299);
+    expect(new Set(loaded.apps.map((a) => a.description))).toEqual(new Set(['again']));
   });
 
   it('accepts system apps only in a trusted store', async () => {

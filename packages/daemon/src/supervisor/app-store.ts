@@ -31,6 +31,10 @@ const CHECKPOINT_DELAY_MS = 20;
 const Op = { Put: 0, Delete: 1, Barrier: 2 } as const;
 type Op = (typeof Op)[keyof typeof Op];
 type Temp = { path: string; handle: FileHandle };
+/** A file renamed into place by a journaled save, its handle still open (see #current). */
+type Placed = { file: string; handle: FileHandle };
+/** Handles of durable files kept open (see AppStore #current). */
+const CURRENT_HANDLES = 256;
 interface OpenedLog {
   log: WriteAheadLog;
   problems: { file: string; error: string }[];
@@ -358,19 +362,42 @@ export class AppStore {
   #checkpointError: Error | undefined;
   readonly #publishing = new Map<string, Promise<void>>();
   #checkpointKey = 0;
-  readonly #unsynced: (Temp | null)[] = [];
+  readonly #unsynced: (Placed | null)[] = [];
   #checkpointTimer: NodeJS.Timeout | undefined;
-  readonly #checkpoints = new GroupCommitter<Temp | null>({
-    apply: async (_key, temp) => {
-      if (temp === null) return; // an unlink: the directory fsync makes it durable
-      try {
-        await temp.handle.datasync();
-      } finally {
-        await temp.handle.close();
-      }
+  readonly #checkpoints = new GroupCommitter<Placed | null>({
+    apply: async (_key, placed) => {
+      // An unlink: the directory fsync makes it durable. A file replaced since: the newer one is
+      // synced by its own checkpoint (its record keeps the log from being reset until then).
+      if (placed === null || this.#current.get(placed.file) !== placed.handle) return;
+      await placed.handle.datasync();
     },
     sync: () => this.#syncDir(),
   });
+  /**
+   * Handle of the file now at each name, as renamed by this store: kept open so that the next
+   * rename over it (or unlink) only drops a name: the inode is freed when the handle is closed,
+   * after that rename, off the answer's path (a rename that frees the replaced inode costs ~0.3 ms
+   * here, p90 3 ms, against ~0.05 ms). At most CURRENT_HANDLES are kept once their files are durable.
+   */
+  readonly #current = new Map<string, FileHandle>();
+
+  /** `handle` is now the file at `file`; the one it replaced is closed in the background. */
+  #setCurrent(file: string, handle: FileHandle | undefined): void {
+    const replaced = this.#current.get(file);
+    this.#current.delete(file);
+    if (handle !== undefined) this.#current.set(file, handle);
+    if (replaced !== undefined && replaced !== handle) void replaced.close().catch(noop);
+  }
+
+  /** Durable files beyond CURRENT_HANDLES: their handles are closed (oldest first). */
+  #trimCurrent(): void {
+    if (this.#unsynced.length > 0 || this.#pending > 0) return;
+    for (const [file, handle] of this.#current) {
+      if (this.#current.size <= CURRENT_HANDLES) break;
+      this.#current.delete(file);
+      void handle.close().catch(noop);
+    }
+  }
 
   /**
    * Open the log and replay it: every file it names gets its last logged state, durably. A file
@@ -476,7 +503,8 @@ export class AppStore {
       this.#checkpointed();
       throw asError(placeError);
     }
-    this.#scheduleCheckpoint(temp ?? null);
+    this.#setCurrent(file, temp?.handle);
+    this.#scheduleCheckpoint(temp === undefined ? null : { file, handle: temp.handle });
     // Refilled once the rename is done: creating files in the directory would compete with it
     // (the directory's lock, the file-system journal) on the answer's path.
     void this.#refill();
@@ -492,8 +520,8 @@ export class AppStore {
    * each, one directory fsync): a burst costs one checkpoint, and its fsyncs do not queue in front
    * of the next request's log write on the device.
    */
-  #scheduleCheckpoint(temp: Temp | null): void {
-    this.#unsynced.push(temp);
+  #scheduleCheckpoint(placed: Placed | null): void {
+    this.#unsynced.push(placed);
     if (this.#checkpointTimer !== undefined) return;
     this.#checkpointTimer = setTimeout(() => this.#checkpointNow(), CHECKPOINT_DELAY_MS);
     this.#checkpointTimer.unref();
@@ -502,8 +530,8 @@ export class AppStore {
   #checkpointNow(): void {
     if (this.#checkpointTimer !== undefined) clearTimeout(this.#checkpointTimer);
     this.#checkpointTimer = undefined;
-    for (const temp of this.#unsynced.splice(0)) {
-      this.#checkpoints.commit(String(++this.#checkpointKey), temp).then(
+    for (const placed of this.#unsynced.splice(0)) {
+      this.#checkpoints.commit(String(++this.#checkpointKey), placed).then(
         () => this.#checkpointed(),
         (error: unknown) => {
           // The log keeps the record (never reset now): the next start replays it.
@@ -546,6 +574,7 @@ export class AppStore {
   /** A definition too large for the log: written durably in place, then a barrier record. */
   async #direct(log: WriteAheadLog, file: string, data: Buffer): Promise<void> {
     await this.#commits.commit(file, data);
+    this.#setCurrent(file, undefined); // that inode was replaced
     this.#pending++;
     await this.#append(log, encodeRecord(file, Op.Barrier, null));
     this.#checkpointed();
@@ -584,6 +613,7 @@ export class AppStore {
     const log = this.#log;
     if (this.#pending === 0 && log !== undefined && log.used > RESET_AFTER_BYTES)
       void log.reset(() => this.#pending === 0).catch(noop);
+    if (this.#pending === 0) this.#trimCurrent();
   }
 
   #wakeDrainWaiters(): void {
@@ -616,6 +646,9 @@ export class AppStore {
       );
       if (drained) await log.reset(() => this.#pending === 0).catch(noop);
       await log.close();
+      const current = [...this.#current.values()];
+      this.#current.clear();
+      await Promise.all(current.map((handle) => handle.close().catch(noop)));
     }
     const handle = this.#dir$;
     this.#dir$ = undefined;
