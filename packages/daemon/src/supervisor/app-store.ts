@@ -12,7 +12,7 @@ import { NAME_PATTERN, deserializeApp, serializeApp } from '../model/app-definit
 import type { SecretCrypter } from '../model/secret-crypter.ts';
 import { TEMP_PREFIX, fsyncDir } from '../util/atomic-file.ts';
 import { GroupCommitter } from '../util/group-commit.ts';
-import { LogFullError, WriteAheadLog } from '../util/write-ahead-log.ts';
+import { DEFAULT_LOG_BYTES, LogFullError, WriteAheadLog } from '../util/write-ahead-log.ts';
 
 const SUFFIX = '.yaml';
 /** Pooled temp files start with TEMP_PREFIX, so loadAll skips them like any temp file. */
@@ -21,8 +21,8 @@ const TEMP_POOL_SIZE = 2;
 const TEMP_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL;
 /** The write-ahead log of a journaled store (util/write-ahead-log.ts); not a `.yaml`, never loaded. */
 export const JOURNAL_FILE = '.journal';
-/** Definitions larger than this are written directly (durable file, then a barrier record). */
-const MAX_LOGGED_BYTES = 256 * 1024;
+/** Definitions larger than this (or a quarter of the log) are written directly (then a barrier). */
+const MAX_LOGGED_BYTES = 64 * 1024;
 /** An idle log with more than this in it is reset (keeps the replay at start-up short). */
 const RESET_AFTER_BYTES = 64 * 1024;
 /** How long renamed files wait for their fdatasync + directory fsync (they are in the log). */
@@ -447,7 +447,10 @@ export class AppStore {
   #logged(file: string, data: Buffer | null): Promise<void> {
     const log = this.#log;
     if (log === undefined) return this.#openLog().then(() => this.#logged(file, data));
-    if (data !== null && data.length > MAX_LOGGED_BYTES)
+    if (
+      data !== null &&
+      data.length > Math.min(MAX_LOGGED_BYTES, (this.#journalBytes ?? DEFAULT_LOG_BYTES) / 4)
+    )
       return this.#inOrder(file, () => this.#direct(log, file, data));
     // Both issued now, before the caller's next step (the spawn): the log write and the data write.
     this.#pending++;

@@ -21,7 +21,7 @@ const BLOCK = 4096;
 const HEADER_MAGIC = Buffer.from('SVCWAL01');
 const BATCH_MAGIC = 0x5356_4342; // "SVCB"
 const BATCH_HEAD = 16;
-export const DEFAULT_LOG_BYTES = 1 << 20;
+export const DEFAULT_LOG_BYTES = 512 * 1024;
 
 /** The batch does not fit in what is left of the log: make room (checkpoint, reset) and retry. */
 export class LogFullError extends Error {
