@@ -151,7 +151,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
   const runner = options.runner ?? createProcessRunner();
   const workDir = options.workDir;
   mkdirSync(workDir, { recursive: true, mode: 0o700 });
-  const store = new AppStore(join(workDir, 'apps'), options.crypter);
+  const store = new AppStore(join(workDir, 'apps'), options.crypter, { journal: true });
   const output = new OutputStore(join(workDir, 'stdout'), {
     ...(options.outputMaxBytes === undefined ? {} : { maxFileBytes: options.outputMaxBytes }),
     // The first kept position is durable before the bytes below it are released (TDZ-safe: the

@@ -4,7 +4,7 @@
 // half-written, no managed process is duplicated or orphaned, and output positions continue.
 // Seeds are printed; replay one with SVC_CRASH_SEED=<seed> (docs/reliability.md).
 import { randomUUID } from 'node:crypto';
-import { readdir } from 'node:fs/promises';
+import { readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -298,5 +298,51 @@ describe('crash safety: kill -9 at random points, restart on the same home', () 
       await expectProcessesSettled(daemon, (app) => ackedRuns.has(app.name));
     }
     expect(ackedRuns.size, 'some runs were acknowledged').toBeGreaterThan(0);
+  });
+
+  it('(d) the write-ahead log: acknowledged definitions whose files never reached the disk are replayed', async () => {
+    // An acknowledgement waits for the definition's record in work/apps/.journal only; its YAML
+    // file is made durable just after. A power loss at that moment is simulated here: kill -9
+    // right after the answers, then every file written since is truncated or removed (what the
+    // disk could hold if its data and the renames had not reached it), and a deleted app's file
+    // put back. The restarted daemon must show exactly the acknowledged state, processes adopted.
+    const first = await start();
+    const token = await first.token('admin');
+    const rest = first.rest();
+    const names = Array.from({ length: 6 }, (_, i) => `wal-${i}`);
+    const acked = new Map<string, Record<string, unknown>>();
+    await Promise.all(
+      names.map(async (name, i) => {
+        const body = {
+          command: i % 2 === 0 ? 'sleep 600' : 'true',
+          status: i % 2 === 0 ? 1 : 0,
+          description: `wal ${i}`,
+          env: { [MARK_VARIABLE]: mark, VERSION: String(i) },
+        };
+        const r = ok<AppView>(await rest.call('PUT', `/svc/app/${name}`, { token, body }), `PUT ${name}`);
+        acked.set(name, definitionPart(r));
+      }),
+    );
+    const deleted = 'wal-5';
+    ok(await rest.call('DELETE', `/svc/app/${deleted}`, { token }), `DELETE ${deleted}`);
+    acked.delete(deleted);
+    await first.kill();
+    const apps = join(first.workDir, 'apps');
+    await writeFile(join(apps, 'wal-0.yaml'), '');
+    await writeFile(join(apps, 'wal-1.yaml'), Buffer.alloc(64));
+    await rm(join(apps, 'wal-2.yaml'));
+    await writeFile(join(apps, `${deleted}.yaml`), `name: ${deleted}\ncommand: "true"\nenabled: false\n`);
+
+    const daemon = await restart(first);
+    const admin = await daemon.token('admin');
+    for (const name of names) {
+      const r = await daemon.rest().call('GET', `/svc/app/${name}`, { token: admin });
+      if (name === deleted) expect(r.status, `${name} stays deleted`).toBe(404);
+      else {
+        expect(r.status, `${name}: ${r.text()}`).toBe(200);
+        expect(definitionPart(r.json<AppView>()), name).toEqual(acked.get(name));
+      }
+    }
+    await expectProcessesSettled(daemon, (app) => app.name.startsWith('wal-') && app.status === 1);
   });
 });
