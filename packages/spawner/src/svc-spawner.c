@@ -445,7 +445,7 @@ static void reply_failed(struct client *c, uint32_t req, uint8_t stage, int err)
 
 static void handle_spawn(struct client *c, uint32_t req, struct spawn_request *s) {
   int out_fd = s->output[0] == 0 ? open("/dev/null", O_WRONLY | O_CLOEXEC)
-                                 : open(s->output, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOCTTY);
+                                 : open(s->output, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0600);
   if (out_fd < 0) { reply_failed(c, req, STAGE_OUTPUT, errno); return; }
   int in_fd = stdin_fd_for(s);
   if (in_fd < 0) { int e = errno; close(out_fd); reply_failed(c, req, STAGE_STDIN, e); return; }

@@ -235,7 +235,10 @@ export function recoverHeld(context: HeldRecoveryContext): void {
       exitCode: held.exitCode,
     });
     if (held.exitCode === undefined && !app.def.enabled) {
-      logger.warn('held process of a disabled app stopped (deliberate stop)', { app: held.app, pid: held.pid });
+      logger.warn('held process of a disabled app stopped (deliberate stop)', {
+        app: held.app,
+        pid: held.pid,
+      });
       void app.stop('disable');
     }
   }

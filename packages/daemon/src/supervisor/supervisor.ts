@@ -897,7 +897,11 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
     cluster: clusterApps,
     spawner() {
       if (runner.kind === 'native')
-        return { kind: 'native', pid: (runner as SpawnerRunner).spawnerPid() || undefined, reason: undefined };
+        return {
+          kind: 'native',
+          pid: (runner as SpawnerRunner).spawnerPid() || undefined,
+          reason: undefined,
+        };
       return { kind: 'inprocess', pid: undefined, reason: spawnerReason };
     },
   };

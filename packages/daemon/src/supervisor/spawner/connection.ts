@@ -12,7 +12,6 @@ import {
   decodeMessage,
   encodeHello,
   encodeList,
-  FrameError,
   FrameReader,
   PROTOCOL_VERSION,
   type HeldEntry,
@@ -140,7 +139,8 @@ export class SpawnerConnection {
       try {
         n = readSync(this.#fd, buffer, 0, buffer.length, null);
       } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== 'EAGAIN') throw this.#gone(`read: ${(error as Error).message}`);
+        if ((error as NodeJS.ErrnoException).code !== 'EAGAIN')
+          throw this.#gone(`read: ${(error as Error).message}`);
         if (Date.now() > deadline) throw this.#gone(`no reply within ${timeoutMs} ms`);
         pause();
         continue;
@@ -159,7 +159,8 @@ export class SpawnerConnection {
       try {
         at += writeSync(this.#fd, frame, at, frame.length - at);
       } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== 'EAGAIN') throw this.#gone(`write: ${(error as Error).message}`);
+        if ((error as NodeJS.ErrnoException).code !== 'EAGAIN')
+          throw this.#gone(`write: ${(error as Error).message}`);
         if (Date.now() > deadline) throw this.#gone('the spawner does not read its socket');
         pause();
       }
@@ -180,7 +181,7 @@ export class SpawnerConnection {
         // Replies to requests nobody waits for (SIGNAL, ACK) end here.
       }
     } catch (error) {
-      throw this.#gone(`protocol error: ${(error as FrameError).message}`);
+      throw this.#gone(`protocol error: ${(error as Error).message}`);
     }
     if (this.#events.length > 0) queueMicrotask(() => this.#flush());
     return reply;

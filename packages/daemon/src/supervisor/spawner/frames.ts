@@ -8,7 +8,14 @@ export const PROTOCOL_VERSION = 1;
 export const MAX_FRAME = 8 * 1024 * 1024;
 
 export const REQ = { hello: 1, spawn: 2, signal: 3, list: 4, ack: 5 } as const;
-export const REP = { ok: 0x80, hello: 0x81, spawned: 0x82, spawnFailed: 0x83, list: 0x85, exit: 0x90 } as const;
+export const REP = {
+  ok: 0x80,
+  hello: 0x81,
+  spawned: 0x82,
+  spawnFailed: 0x83,
+  list: 0x85,
+  exit: 0x90,
+} as const;
 /** Where a spawn failed (SPAWN_FAILED's stage). */
 export const STAGE = { output: 1, stdin: 2, fork: 3, chdir: 4, user: 5, exec: 6, cgroup: 7 } as const;
 
@@ -83,9 +90,11 @@ class Writer {
   }
 }
 
-export const encodeHello = (req: number): Buffer => new Writer().u8(REQ.hello).u32(req).u32(PROTOCOL_VERSION).frame();
+export const encodeHello = (req: number): Buffer =>
+  new Writer().u8(REQ.hello).u32(req).u32(PROTOCOL_VERSION).frame();
 export const encodeList = (req: number): Buffer => new Writer().u8(REQ.list).u32(req).frame();
-export const encodeAck = (req: number, id: number): Buffer => new Writer().u8(REQ.ack).u32(req).u32(id).frame();
+export const encodeAck = (req: number, id: number): Buffer =>
+  new Writer().u8(REQ.ack).u32(req).u32(id).frame();
 export const encodeSignal = (req: number, id: number, group: boolean, signal: number): Buffer =>
   new Writer()
     .u8(REQ.signal)

@@ -46,7 +46,10 @@ export function ensureSpawnerBinary(paths: SpawnerPaths): { binary: string } | {
   const built = mtimeOf(paths.binary);
   const written = mtimeOf(paths.source);
   if (written !== undefined && (built === undefined || written > built)) {
-    const result = spawnSync(process.execPath, [paths.buildScript, '--strict'], { encoding: 'utf8', timeout: 120_000 });
+    const result = spawnSync(process.execPath, [paths.buildScript, '--strict'], {
+      encoding: 'utf8',
+      timeout: 120_000,
+    });
     if (result.status !== 0)
       return { problem: (result.stderr || result.error?.message || `build exit ${result.status}`).trim() };
   }
@@ -72,7 +75,9 @@ function launch(binary: string, runDir: string, timeoutMs: number): Promise<numb
       });
       child.once('exit', (code) => {
         clearTimeout(timer);
-        reject(Object.assign(new Error(`svc-spawner exited with ${code} before it was ready`), { exitCode: code }));
+        reject(
+          Object.assign(new Error(`svc-spawner exited with ${code} before it was ready`), { exitCode: code }),
+        );
       });
       child.stdout?.on('data', (chunk: Buffer) => {
         out += chunk.toString('utf8');

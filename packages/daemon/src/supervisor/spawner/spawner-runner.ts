@@ -29,7 +29,7 @@ import {
   type SpawnRequest,
 } from '../process-runner.ts';
 import { SpawnerGone, type ExitEvent, type SpawnerConnection } from './connection.ts';
-import { encodeAck, encodeSignal, encodeSpawn, FrameError, parseTag, STAGE } from './frames.ts';
+import { encodeAck, encodeSignal, encodeSpawn, parseTag, STAGE } from './frames.ts';
 
 export interface SpawnerRunnerOptions {
   /** The first connection (already open). */
@@ -188,7 +188,10 @@ export function createSpawnerRunner(options: SpawnerRunnerOptions): SpawnerRunne
           attach(next);
           logger.info('svc-spawner started again', { pid: next.pid, held: next.held.length });
         } catch (error) {
-          logger.warn('svc-spawner could not be started again; spawning in-process meanwhile', { error, attempt });
+          logger.warn('svc-spawner could not be started again; spawning in-process meanwhile', {
+            error,
+            attempt,
+          });
           await new Promise((resolve) => setTimeout(resolve, Math.min(5_000, 200 * 2 ** attempt)).unref());
         }
       }
@@ -263,7 +266,8 @@ export function createSpawnerRunner(options: SpawnerRunnerOptions): SpawnerRunne
       return failed(`cannot parse command: ${(error as Error).message}`, 1);
     }
     const user = request.user;
-    const switchUser = user !== undefined && (user.uid !== process.getuid?.() || user.gid !== process.getgid?.());
+    const switchUser =
+      user !== undefined && (user.uid !== process.getuid?.() || user.gid !== process.getgid?.());
     if (switchUser && process.getuid?.() !== 0)
       return failed(`cannot start: svcd does not run as root, so it cannot run processes as ${user.user}`, 1);
     const cwd = request.cwd ?? (user === undefined ? process.cwd() : defaultCwd(user));
@@ -287,7 +291,7 @@ export function createSpawnerRunner(options: SpawnerRunnerOptions): SpawnerRunne
       };
     } catch (error) {
       // A NUL byte in the environment or the command, or an oversized request: what Node's spawn throws too.
-      return failed(`spawn failed: ${(error as FrameError).message}`, 1);
+      return failed(`spawn failed: ${(error as Error).message}`, 1);
     }
     let reply;
     try {
@@ -297,14 +301,17 @@ export function createSpawnerRunner(options: SpawnerRunnerOptions): SpawnerRunne
       // The spawner died under this spawn: the process may exist (forked before the death).
       const pid = identity === undefined ? undefined : findSpawned(identity.processUuid);
       if (pid !== undefined) {
-        logger.warn('spawn reply lost with svc-spawner; the process was found in /proc (exit polled)', { pid });
+        logger.warn('spawn reply lost with svc-spawner; the process was found in /proc (exit polled)', {
+          pid,
+        });
         return polledProcess(pid);
       }
       return inProcess.spawn(request);
     }
     if (reply.type === 'spawnFailed') {
       const code = errnoName(reply.errno);
-      const where = code === 'ENOENT' && request.cwd !== undefined ? ` (command or working_dir ${request.cwd})` : '';
+      const where =
+        code === 'ENOENT' && request.cwd !== undefined ? ` (command or working_dir ${request.cwd})` : '';
       const what =
         reply.stage === STAGE.exec || reply.stage === STAGE.chdir
           ? `spawn ${file} ${code}${where}`
@@ -331,7 +338,8 @@ export function createSpawnerRunner(options: SpawnerRunnerOptions): SpawnerRunne
   const signal = (pid: number, sig: NodeJS.Signals, group: boolean): boolean => {
     const t = byPid.get(pid);
     const via = connection;
-    if (t === undefined || via === undefined) return group ? inProcess.killGroup(pid, sig) : inProcess.kill(pid, sig);
+    if (t === undefined || via === undefined)
+      return group ? inProcess.killGroup(pid, sig) : inProcess.kill(pid, sig);
     if (t.exit !== undefined) return false;
     try {
       via.send((req) => encodeSignal(req, t.id, group, constants.signals[sig]));
