@@ -200,6 +200,8 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
   /** Source of every app's definition (definition-sources.ts). */
   const sources = new Map<string, DefinitionSource>();
   const limitStatus = new Map<string, string>();
+  /** Apps whose process being spawned writes itself into its cgroups (prepareSpawn → started). */
+  const placedInCgroups = new Set<string>();
   const cpuSamples = new Map<string, { ticks: number; at: number; uuid: string }>();
   const listeners = new Set<(event: SupervisorEvent) => void>();
   const chains = new Map<string, Promise<unknown>>();
@@ -386,6 +388,18 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
       const fd = output.openForProcess(app.name, processUuid, app.def.stdout_backup_count);
       // The child holds its own copy of the fd once spawned; ours is closed right after.
       queueMicrotask(() => closeSync(fd));
+      // svc-spawner's child writes itself into the app's cgroups before exec (the process never
+      // runs a single instruction outside its limits); in-process, the pid is moved after spawn.
+      const limit = app.def.resource_limit;
+      placedInCgroups.delete(app.name);
+      if (limit !== undefined && runner.placesInCgroups && limiter.version !== undefined) {
+        const { status, procs } = limiter.prepare(app.name, limit);
+        limitStatus.set(app.name, status);
+        if (procs.length > 0) {
+          placedInCgroups.add(app.name);
+          return { env, outputFd: fd, user, cgroupProcs: procs };
+        }
+      }
       return { env, outputFd: fd, user };
     },
     started(app, process) {
@@ -395,7 +409,9 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
         // long polls (woken at exit) uniform.
         closeSync(output.openForProcess(app.name, process.processUuid, app.def.stdout_backup_count));
       }
-      if (app.def.resource_limit !== undefined) {
+      if (placedInCgroups.delete(app.name)) {
+        // already in its cgroups (svc-spawner's child wrote itself there before exec)
+      } else if (app.def.resource_limit !== undefined) {
         limitStatus.set(app.name, limiter.apply(app.name, process.pid, app.def.resource_limit));
       }
       let user: OsIdentity | undefined;
@@ -428,6 +444,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
     },
     exited(app, process, exitCode) {
       health.untrack(app.name);
+      placedInCgroups.delete(app.name);
       // The app's cgroups go with its process (re-created at the next start).
       if (app.def.resource_limit !== undefined && limiter.version !== undefined) limiter.release(app.name);
       cpuSamples.delete(app.name);

@@ -13,6 +13,7 @@
 //   polled (exit code unknown, `spawnError` says why). A new spawner is started for later spawns;
 //   until it answers, spawns run in-process. A spawn whose reply was lost is looked for in /proc by
 //   its process uuid before anything is started again.
+import { writeFileSync } from 'node:fs';
 import { constants } from 'node:os';
 import type { Logger } from '../../log/logger.ts';
 import { defaultCwd } from '../../util/os-user.ts';
@@ -70,7 +71,22 @@ function errnoName(errno: number): string {
 }
 
 export function createSpawnerRunner(options: SpawnerRunnerOptions): SpawnerRunner {
-  const { inProcess, logger } = options;
+  const { logger } = options;
+  /** In-process spawns still honour `cgroupProcs`: the pid is moved right after the spawn. */
+  const inProcess: ProcessRunner = {
+    ...options.inProcess,
+    spawn(request) {
+      const spawned = options.inProcess.spawn(request);
+      for (const procs of request.cgroupProcs ?? []) {
+        try {
+          if (spawned.pid > 0) writeFileSync(procs, String(spawned.pid));
+        } catch (error) {
+          logger.warn('process not moved into its cgroup', { pid: spawned.pid, procs, error });
+        }
+      }
+      return spawned;
+    },
+  };
   let connection: SpawnerConnection | undefined;
   let closed = false;
   let settled = false;
