@@ -57,6 +57,9 @@ interface Tracked {
   claimed: boolean;
 }
 
+/** How long a spawn whose spawner died waits before looking for its process in /proc. */
+const LOST_SPAWN_GRACE_MS = 100;
+
 export const LOST_EXIT_ERROR = 'exit code unavailable: svc-spawner, which held the process, died';
 
 export interface SpawnerRunner extends ProcessRunner {
@@ -314,7 +317,10 @@ export function createSpawnerRunner(options: SpawnerRunnerOptions): SpawnerRunne
       reply = via.request(frame);
     } catch (error) {
       if (!(error instanceof SpawnerGone)) throw error;
-      // The spawner died under this spawn: the process may exist (forked before the death).
+      // The spawner died under this spawn: the process may exist (forked before the death). A child
+      // that passed its parent check just before the death execs within microseconds; give it
+      // LOST_SPAWN_GRACE_MS to show its environment in /proc before looking (a rare path).
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, LOST_SPAWN_GRACE_MS);
       const pid = identity === undefined ? undefined : findSpawned(identity.processUuid);
       if (pid !== undefined) {
         logger.warn('spawn reply lost with svc-spawner; the process was found in /proc (exit polled)', {
