@@ -82,7 +82,17 @@ static mode_t child_umask;
 static pid_t self_pid;
 static ino_t socket_inode;
 
+#define MAX_LOG_LINES 1000 /* spawner.log is not rotated: a flood of bad peers cannot fill the disk */
+
 static void logf_(const char *format, ...) {
+  static unsigned lines;
+  if (lines > MAX_LOG_LINES) return;
+  if (lines++ == MAX_LOG_LINES) {
+    static const char note[] = "svc-spawner: further log messages suppressed\n";
+    ssize_t ignored = write(2, note, sizeof note - 1);
+    (void)ignored;
+    return;
+  }
   char line[512];
   va_list args;
   va_start(args, format);
