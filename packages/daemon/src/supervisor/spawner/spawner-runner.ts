@@ -108,7 +108,9 @@ export function createSpawnerRunner(options: SpawnerRunnerOptions): SpawnerRunne
   };
 
   const acknowledge = (t: Tracked, via: SpawnerConnection): void => {
-    void options.beforeAcknowledge().then(
+    // After the turn in which the exit is recorded (listeners run from a microtask), so the write
+    // awaited below is one that includes it.
+    void new Promise((resolve) => setImmediate(resolve)).then(options.beforeAcknowledge).then(
       () => {
         if (closed || via !== connection || via.closed) return;
         try {
