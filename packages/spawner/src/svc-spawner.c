@@ -60,7 +60,8 @@ struct entry {
   uint32_t id;
   pid_t pid;
   int exited;
-  int32_t code; /* exit status, or minus the signal number */
+  int32_t code;       /* exit status, or minus the signal number */
+  uint64_t exited_ms; /* when it was reaped: ms since the epoch (CLOCK_REALTIME) */
   char *tag;
   uint32_t tag_len;
 };
@@ -179,6 +180,11 @@ static void put_u32(struct writer *w, uint32_t v) {
   put_raw(w, b, 4);
 }
 
+static void put_u64(struct writer *w, uint64_t v) {
+  put_u32(w, (uint32_t)v);
+  put_u32(w, (uint32_t)(v >> 32));
+}
+
 static void put_str(struct writer *w, const char *s, uint32_t len) {
   put_u32(w, len);
   put_raw(w, s, len);
@@ -279,6 +285,7 @@ static struct entry *add_entry(pid_t pid, char *tag, uint32_t tag_len) {
   e->pid = pid;
   e->exited = 0;
   e->code = 0;
+  e->exited_ms = 0;
   e->tag = tag;
   e->tag_len = tag_len;
   return e;
@@ -575,6 +582,7 @@ static int handle_frame(struct client *c, const unsigned char *payload, size_t l
       put_u32(&w, (uint32_t)entries[i].pid);
       put_u8(&w, (uint8_t)entries[i].exited);
       put_u32(&w, (uint32_t)entries[i].code);
+      put_u64(&w, entries[i].exited_ms);
       put_str(&w, entries[i].tag, entries[i].tag_len);
     }
     frame_send(c, &w);
@@ -651,8 +659,11 @@ static void reap(void) {
     if (pid <= 0) break;
     struct entry *e = find_running_pid(pid);
     if (e == NULL) continue; /* an orphaned descendant (we are its subreaper): reaped, nothing to keep */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
     e->exited = 1;
     e->code = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? -WTERMSIG(status) : -1;
+    e->exited_ms = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
     for (int i = 0; i < MAX_CLIENTS; i++) {
       if (clients[i].fd < 0) continue;
       struct writer w;
@@ -660,6 +671,7 @@ static void reap(void) {
       put_u32(&w, e->id);
       put_u32(&w, (uint32_t)e->pid);
       put_u32(&w, (uint32_t)e->code);
+      put_u64(&w, e->exited_ms);
       frame_send(&clients[i], &w);
     }
   }

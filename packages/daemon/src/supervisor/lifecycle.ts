@@ -299,7 +299,9 @@ export class AppLifecycle {
       host.started(this, process);
     }
     // The callback runs from the event loop, never synchronously: START is always published first.
-    spawned.onExit((info: ExitInfo) => this.#recordExit(process, info.exitCode, info.spawnError));
+    spawned.onExit((info: ExitInfo) =>
+      this.#recordExit(process, info.exitCode, info.spawnError, info.exitedAt),
+    );
   }
 
   /** Take over a process that outlived the previous daemon; its exit is reported by `adoptedExited`. */
@@ -316,7 +318,7 @@ export class AppLifecycle {
     process.adopted = false;
     process.reattached = true;
     this.adopt(process);
-    held.onExit((info: ExitInfo) => this.#recordExit(process, info.exitCode, info.spawnError));
+    held.onExit((info: ExitInfo) => this.#recordExit(process, info.exitCode, info.spawnError, info.exitedAt));
   }
 
   /**
@@ -464,7 +466,12 @@ export class AppLifecycle {
     this.#crashed = false;
   }
 
-  #recordExit(process: RunningProcess, exitCode: number | undefined, error: string | undefined): void {
+  #recordExit(
+    process: RunningProcess,
+    exitCode: number | undefined,
+    error: string | undefined,
+    exitedAt?: number,
+  ): void {
     if (this.state === 'removed' && this.process === undefined) return;
     if (this.#detached) return;
     const host = this.#host;
@@ -475,7 +482,8 @@ export class AppLifecycle {
     this.lastStop = intent;
     if (intent === 'timeout') error ??= 'stopped: run timeout exceeded';
     error ??= host.exitError?.(this, process);
-    this.runtime.lastExitAt = now;
+    // The spawner's reap time when it has one (an exit while no daemon ran is dated when it happened).
+    this.runtime.lastExitAt = exitedAt !== undefined && exitedAt > 0 && exitedAt <= now ? exitedAt : now;
     this.runtime.returnCode = exitCode;
     this.runtime.lastError = error;
     this.checkedHealth = undefined;

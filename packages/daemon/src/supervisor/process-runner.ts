@@ -49,6 +49,11 @@ export interface ExitInfo {
   exitCode: number | undefined;
   /** Set when the process never started. */
   spawnError: string | undefined;
+  /**
+   * When it exited (epoch ms), when the runner knows better than "now": svc-spawner reaped it,
+   * possibly while no daemon ran.
+   */
+  exitedAt?: number | undefined;
 }
 
 export interface SpawnedProcess {

@@ -121,10 +121,15 @@ describe('svcd with svc-spawner', () => {
       timeoutMs: 15_000,
       what: 'the app to exit while svcd is down',
     });
+    // Reaped (no zombie left), so the spawner's exit time is before this instant.
+    await waitFor(() => !existsSync(`/proc/${app.pid}`), { timeoutMs: 15_000, what: 'the app reaped' });
+    const gone = Date.now();
     const second = await start({ home: first.home, issuer: first.issuer });
     expect((await spawnerOf(second)).pid).toBe(spawnerPid); // the same spawner, which held the exit
     const after = await waitStopped(second, 'seven');
     expect(after.return_code).toBe(7);
+    // Dated when the spawner reaped it (while svcd was down), not when svcd learned of it.
+    expect(after['last_exit_time'] as number).toBeLessThanOrEqual(Math.floor(gone / 1000));
     expect(after['last_error']).toBeUndefined();
     expect(after.starts).toBe(1); // recorded, not started again (standby)
     expect(await exitHeader(second, 'seven')).toBe('7');

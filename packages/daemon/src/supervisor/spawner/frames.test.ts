@@ -61,12 +61,19 @@ describe('spawner frames', () => {
       id: 2,
       pid: 300,
     });
-    expect(decodeMessage(payload(Buffer.from([REP.exit]), u32(2), u32(300), u32(-9 >>> 0)))).toEqual({
-      type: 'exit',
-      id: 2,
-      pid: 300,
-      code: -9,
-    });
+    const at = 1_795_000_000_123; // epoch ms beyond 2^32: two words
+    expect(
+      decodeMessage(
+        payload(
+          Buffer.from([REP.exit]),
+          u32(2),
+          u32(300),
+          u32(-9 >>> 0),
+          u32(at % 2 ** 32),
+          u32(Math.floor(at / 2 ** 32)),
+        ),
+      ),
+    ).toEqual({ type: 'exit', id: 2, pid: 300, code: -9, exitedAt: at });
     const tag = Buffer.from('t');
     expect(
       decodeMessage(
@@ -78,11 +85,17 @@ describe('spawner frames', () => {
           u32(300),
           Buffer.from([1]),
           u32(7),
+          u32(5),
+          u32(0),
           u32(1),
           tag,
         ),
       ),
-    ).toEqual({ type: 'list', req: 4, entries: [{ id: 2, pid: 300, exited: true, code: 7, tag: 't' }] });
+    ).toEqual({
+      type: 'list',
+      req: 4,
+      entries: [{ id: 2, pid: 300, exited: true, code: 7, exitedAt: 5, tag: 't' }],
+    });
     // Short, trailing bytes, unknown type, a list count beyond the frame.
     expect(() => decodeMessage(payload(Buffer.from([REP.spawned]), u32(1)))).toThrow(FrameError);
     expect(() => decodeMessage(payload(Buffer.from([REP.ok]), u32(1), u32(0), Buffer.from([0])))).toThrow(
@@ -93,7 +106,18 @@ describe('spawner frames', () => {
     expect(() => decodeMessage(payload(Buffer.from([REP.list]), u32(1), u32(0xffffffff)))).toThrow(/count/);
     expect(() =>
       decodeMessage(
-        payload(Buffer.from([REP.list]), u32(1), u32(1), u32(2), u32(3), Buffer.from([0]), u32(0), u32(99)),
+        payload(
+          Buffer.from([REP.list]),
+          u32(1),
+          u32(1),
+          u32(2),
+          u32(3),
+          Buffer.from([0]),
+          u32(0),
+          u32(0),
+          u32(0),
+          u32(99),
+        ),
       ),
     ).toThrow(FrameError);
   });

@@ -40,6 +40,8 @@ export interface HeldEntry {
   exited: boolean;
   /** Exit status or minus the signal number (when exited). */
   code: number;
+  /** When the spawner reaped it, epoch ms (0 while running). */
+  exitedAt: number;
   tag: string;
 }
 
@@ -49,7 +51,7 @@ export type Message =
   | { type: 'spawned'; req: number; id: number; pid: number }
   | { type: 'spawnFailed'; req: number; stage: number; errno: number }
   | { type: 'list'; req: number; entries: HeldEntry[] }
-  | { type: 'exit'; id: number; pid: number; code: number };
+  | { type: 'exit'; id: number; pid: number; code: number; exitedAt: number };
 
 export class FrameError extends Error {}
 
@@ -144,6 +146,11 @@ class Reader {
     this.#at += 4;
     return v;
   }
+  /** u64 (two u32 LE words), as a double: exact for epoch milliseconds. */
+  u64(): number {
+    const low = this.u32();
+    return this.u32() * 2 ** 32 + low;
+  }
   i32(): number {
     this.#need(4);
     const v = this.#b.readInt32LE(this.#at);
@@ -183,15 +190,22 @@ export function decodeMessage(payload: Buffer): Message {
     case REP.list: {
       const req = r.u32();
       const count = r.u32();
-      if (count > payload.length / 17) throw new FrameError('list count exceeds the frame');
+      if (count > payload.length / 25) throw new FrameError('list count exceeds the frame');
       const entries: HeldEntry[] = [];
       for (let i = 0; i < count; i++)
-        entries.push({ id: r.u32(), pid: r.u32(), exited: r.u8() !== 0, code: r.i32(), tag: r.str() });
+        entries.push({
+          id: r.u32(),
+          pid: r.u32(),
+          exited: r.u8() !== 0,
+          code: r.i32(),
+          exitedAt: r.u64(),
+          tag: r.str(),
+        });
       message = { type: 'list', req, entries };
       break;
     }
     case REP.exit:
-      message = { type: 'exit', id: r.u32(), pid: r.u32(), code: r.i32() };
+      message = { type: 'exit', id: r.u32(), pid: r.u32(), code: r.i32(), exitedAt: r.u64() };
       break;
     default:
       throw new FrameError(`unknown message type ${type}`);

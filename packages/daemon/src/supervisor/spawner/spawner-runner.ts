@@ -143,7 +143,7 @@ export function createSpawnerRunner(options: SpawnerRunnerOptions): SpawnerRunne
   const onExit = (via: SpawnerConnection, event: ExitEvent): void => {
     const t = byId.get(event.id);
     if (t === undefined || t.exit !== undefined) return;
-    t.exit = { exitCode: event.code, spawnError: undefined };
+    t.exit = { exitCode: event.code, spawnError: undefined, exitedAt: event.exitedAt };
     deliver(t, via);
   };
 
@@ -233,7 +233,9 @@ export function createSpawnerRunner(options: SpawnerRunnerOptions): SpawnerRunne
         pid: entry.pid,
         processUuid: tag.processUuid,
         app: tag.app,
-        exit: entry.exited ? { exitCode: entry.code, spawnError: undefined } : undefined,
+        exit: entry.exited
+          ? { exitCode: entry.code, spawnError: undefined, exitedAt: entry.exitedAt }
+          : undefined,
         listener: undefined,
         claimed: false,
       };
