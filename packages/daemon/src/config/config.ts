@@ -282,5 +282,7 @@ export async function loadConfig(env: NodeJS.ProcessEnv = process.env): Promise<
 function spawnerOf(value: string | undefined): 'native' | 'inprocess' | 'auto' {
   if (value === undefined || value === '' || value === 'auto') return 'auto';
   if (value === 'native' || value === 'inprocess') return value;
-  throw new ConfigError(`SVC_SPAWNER: expected native, inprocess or auto, got ${JSON.stringify(value)}`);
+  throw new ConfigError(
+    `SVC_SPAWNER: expected native, inprocess or auto, got ${JSON.stringify(value.slice(0, 40))}`,
+  );
 }
