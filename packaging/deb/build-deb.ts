@@ -147,6 +147,9 @@ export function buildDeb(options: BuildOptions): { deb: string; stage: string; v
   copyFileSync(join(REPO, 'packages/spawner/build/svc-spawner'), join(root, 'packages/spawner/build/svc-spawner'));
   chmodSync(join(root, 'packages/spawner/build/svc-spawner'), 0o755);
   copyFileSync(join(REPO, 'packages/spawner/README.md'), join(root, 'packages/spawner/README.md'));
+  // The web UI: only its built files (the agent serves packages/web/dist at `/`).
+  run(process.execPath, ['packages/web/scripts/build.ts']);
+  cpSync(join(REPO, 'packages/web/dist'), join(root, 'packages/web/dist'), { recursive: true });
   const meta = join(root, 'packages/daemon/dist/svcd.meta.json');
   writeFileSync(meta, JSON.stringify({ ...readJson<object>(meta), inputs: [], packaged: true }));
   for (const dir of ['apps']) cpSync(join(REPO, dir), join(root, dir), { recursive: true });
