@@ -1,9 +1,10 @@
-// Crash safety: SIGKILL the daemon at seeded random points during (a) a stream of registrations,
+// Crash safety: SIGKILL the daemon (or its svc-spawner, or both: rounds rotate) at seeded random points during (a) a stream of registrations,
 // replacements and deletes, (b) output capture of a chatty app, (c) one-off runs; restart it on the
 // same SVC_HOME and prove that every acknowledged definition is intact, nothing unacknowledged is
 // half-written, no managed process is duplicated or orphaned, and output positions continue.
 // Seeds are printed; replay one with SVC_CRASH_SEED=<seed> (docs/reliability.md).
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
@@ -33,14 +34,50 @@ afterEach(() => {
   mark = randomUUID();
 });
 
-/** SIGKILL after a seeded random delay in [minMs, maxMs). */
-function killLater(daemon: TestDaemon, random: () => number, minMs: number, maxMs: number): Promise<void> {
-  const delay = minMs + Math.floor(random() * (maxMs - minMs));
-  return new Promise((resolve) => setTimeout(resolve, delay)).then(() => daemon.kill());
+/**
+ * What a round SIGKILLs: svcd, its svc-spawner, or both. Rounds rotate through the three when the
+ * daemon spawns through svc-spawner (work/run/spawner.pid); in-process, svcd alone.
+ */
+type Victim = 'svcd' | 'spawner' | 'both';
+
+function spawnerPid(daemon: TestDaemon): number | undefined {
+  try {
+    return Number(readFileSync(join(daemon.workDir, 'run', 'spawner.pid'), 'utf8').trim()) || undefined;
+  } catch {
+    return undefined;
+  }
 }
 
-function restart(first: TestDaemon): Promise<TestDaemon> {
-  return start({ home: first.home, issuer: first.issuer });
+function victimOf(daemon: TestDaemon, round: number): Victim {
+  if (spawnerPid(daemon) === undefined) return 'svcd';
+  return (['svcd', 'spawner', 'both'] as const)[round % 3]!;
+}
+
+/** SIGKILL the victim after a seeded random delay in [minMs, maxMs). */
+function killLater(
+  daemon: TestDaemon,
+  victim: Victim,
+  random: () => number,
+  minMs: number,
+  maxMs: number,
+): Promise<void> {
+  const delay = minMs + Math.floor(random() * (maxMs - minMs));
+  return new Promise((resolve) => setTimeout(resolve, delay)).then(async () => {
+    const spawner = spawnerPid(daemon);
+    if (victim !== 'svcd' && spawner !== undefined) {
+      try {
+        process.kill(spawner, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+    if (victim !== 'spawner') await daemon.kill();
+  });
+}
+
+/** After the kill: the same daemon when only the spawner died (svcd starts a new one), else a restart. */
+function recover(first: TestDaemon, daemon: TestDaemon, victim: Victim): Promise<TestDaemon> {
+  return victim === 'spawner' ? Promise.resolve(daemon) : start({ home: first.home, issuer: first.issuer });
 }
 
 /** Names of work/apps/<name>.yaml files (temp files excluded). */
@@ -124,7 +161,9 @@ describe('crash safety: kill -9 at random points, restart on the same home', () 
       const token = await daemon.token('admin');
       const rest = daemon.rest();
       let killed = false;
-      const kill = killLater(daemon, random, 100, 700).then(() => void (killed = true));
+      const victim = victimOf(daemon, round);
+      console.log(`[reliability] crash-safety (a) round ${round}: SIGKILL ${victim}`);
+      const kill = killLater(daemon, victim, random, 100, 700).then(() => void (killed = true));
       // One sequential writer per name group, so each name has at most one request in flight.
       const workers = names.map(async (group) => {
         while (!killed) {
@@ -162,7 +201,7 @@ describe('crash safety: kill -9 at random points, restart on the same home', () 
       });
       await Promise.all([kill, ...workers]);
 
-      daemon = await restart(first);
+      daemon = await recover(first, daemon, victim);
       const admin = await daemon.token('admin');
       for (const name of names.flat()) {
         const r = await daemon.rest().call('GET', `/svc/app/${name}`, { token: admin });
@@ -212,7 +251,9 @@ describe('crash safety: kill -9 at random points, restart on the same home', () 
       const token = await daemon.token('admin');
       const rest = daemon.rest();
       let killed = false;
-      const kill = killLater(daemon, random, 200, 900).then(() => void (killed = true));
+      const victim = victimOf(daemon, round);
+      console.log(`[reliability] crash-safety (b) round ${round}: SIGKILL ${victim}`);
+      const kill = killLater(daemon, victim, random, 200, 900).then(() => void (killed = true));
       // Read by position as a client would, until the daemon dies under the reader.
       while (!killed) {
         let r: CallResult;
@@ -231,7 +272,7 @@ describe('crash safety: kill -9 at random points, restart on the same home', () 
         seen = Buffer.concat([seen, r.body]);
       }
       await kill;
-      daemon = await restart(first);
+      daemon = await recover(first, daemon, victim);
       // Everything from position 0 again: what was read before is a prefix, byte for byte.
       const again: Buffer[] = [];
       let position = 0;
@@ -270,7 +311,9 @@ describe('crash safety: kill -9 at random points, restart on the same home', () 
       const token = await daemon.token('admin');
       const rest = daemon.rest();
       let killed = false;
-      const kill = killLater(daemon, random, 100, 700).then(() => void (killed = true));
+      const victim = victimOf(daemon, round);
+      console.log(`[reliability] crash-safety (c) round ${round}: SIGKILL ${victim}`);
+      const kill = killLater(daemon, victim, random, 100, 700).then(() => void (killed = true));
       const workers = Array.from({ length: 3 }, async () => {
         while (!killed) {
           const sync = random() < 0.4;
@@ -291,7 +334,7 @@ describe('crash safety: kill -9 at random points, restart on the same home', () 
         }
       });
       await Promise.all([kill, ...workers]);
-      daemon = await restart(first);
+      daemon = await recover(first, daemon, victim);
       const listed = new Set((await listApps(daemon)).map((a) => a.name));
       for (const name of ackedRuns)
         expect(listed, `seed ${seed} round ${round}: acknowledged run ${name}`).toContain(name);
@@ -333,7 +376,7 @@ describe('crash safety: kill -9 at random points, restart on the same home', () 
     await rm(join(apps, 'wal-2.yaml'));
     await writeFile(join(apps, `${deleted}.yaml`), `name: ${deleted}\ncommand: "true"\nenabled: false\n`);
 
-    const daemon = await restart(first);
+    const daemon = await start({ home: first.home, issuer: first.issuer });
     const admin = await daemon.token('admin');
     for (const name of names) {
       const r = await daemon.rest().call('GET', `/svc/app/${name}`, { token: admin });
