@@ -2,10 +2,15 @@
 // behind bench/RESULTS.md's "spawner helper" decision). For each size of extra resident anonymous
 // memory in the parent, alternately: `child_process.spawn` in the parent (the synchronous call,
 // which in libuv returns only after the child has exec'd), and a request → pid round trip to a
-// minimal long-lived Node helper that spawns (newline-delimited JSON over pipes).
+// minimal long-lived Node helper that spawns (newline-delimited JSON over pipes), and the same round
+// trip to svc-spawner (packages/spawner) the way svcd makes it (a synchronous SPAWN on its socket).
 // Usage: npx node bench/fork-cost.ts [--sizes 0,16,32] [--n 60]
-import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { SpawnerConnection } from '../packages/daemon/src/supervisor/spawner/connection.ts';
+import { encodeSpawn } from '../packages/daemon/src/supervisor/spawner/frames.ts';
 import { parseArgs } from 'node:util';
 import { now, percentile, sleep } from './lib/util.ts';
 
@@ -56,14 +61,41 @@ const viaHelper = (): Promise<number> =>
     helper.stdin.write(JSON.stringify({ id, file: 'sleep', args: ['600'], env }) + '\n');
   });
 
+// svc-spawner in a temp run dir, reached as svcd reaches it.
+const spawnerDir = mkdtempSync(join(tmpdir(), 'svc-fork-cost-'));
+const spawnerBinary = resolve(import.meta.dirname, '../packages/spawner/build/svc-spawner');
+if (spawnSync(process.execPath, [resolve(import.meta.dirname, '../packages/spawner/build.js'), '--strict']).status !== 0)
+  throw new Error('svc-spawner could not be built');
+const native = spawn(spawnerBinary, [spawnerDir], { detached: true, stdio: ['ignore', 'pipe', 'inherit'] });
+await new Promise<void>((ok) => native.stdout.once('data', () => ok()));
+const connection = await SpawnerConnection.open(join(spawnerDir, 'spawner.sock'));
+const viaNative = (): number => {
+  const reply = connection.request((req) =>
+    encodeSpawn(req, {
+      tag: '',
+      file: 'sleep',
+      argv: ['sleep', '600'],
+      env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
+      cwd: '/',
+      outputPath: '',
+      stdin: undefined,
+      user: undefined,
+      cgroupProcs: [],
+    }),
+  );
+  return reply.type === 'spawned' ? reply.pid : 0;
+};
+
 const ballast: Buffer[] = [];
 const pids: number[] = [];
 try {
   await viaHelper();
+  viaNative();
   for (const size of values.sizes.split(',').map(Number)) {
     while (ballast.length < size) ballast.push(Buffer.alloc(1 << 20, 1)); // resident, anonymous
     const direct: number[] = [];
     const helped: number[] = [];
+    const natively: number[] = [];
     for (let i = 0; i < n; i++) {
       let t = now();
       const child = spawn('sleep', ['600'], { detached: true, stdio: 'ignore', env });
@@ -75,12 +107,18 @@ try {
       pids.push(await viaHelper());
       helped.push(now() - t);
       await sleep(2);
+      t = now();
+      pids.push(viaNative());
+      natively.push(now() - t);
+      await sleep(2);
     }
     direct.sort((a, b) => a - b);
     helped.sort((a, b) => a - b);
+    natively.sort((a, b) => a - b);
     process.stdout.write(
       `parent anonymous ${anonMiB(process.pid).toFixed(1)} MiB: spawn() p50 ${percentile(direct, 50).toFixed(2)} ms (min ${direct[0]!.toFixed(2)}); ` +
-        `helper (anonymous ${anonMiB(helper.pid!).toFixed(1)} MiB) request → pid p50 ${percentile(helped, 50).toFixed(2)} ms (min ${helped[0]!.toFixed(2)})\n`,
+        `helper (anonymous ${anonMiB(helper.pid!).toFixed(1)} MiB) request → pid p50 ${percentile(helped, 50).toFixed(2)} ms (min ${helped[0]!.toFixed(2)}); ` +
+        `svc-spawner (anonymous ${anonMiB(connection.pid).toFixed(2)} MiB) SPAWN → pid p50 ${percentile(natively, 50).toFixed(2)} ms (min ${natively[0]!.toFixed(2)})\n`,
     );
   }
 } finally {
@@ -92,4 +130,7 @@ try {
     }
   }
   helper.kill();
+  connection.close();
+  native.kill('SIGKILL');
+  rmSync(spawnerDir, { recursive: true, force: true });
 }

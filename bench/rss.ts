@@ -10,7 +10,9 @@ async function settledRss(manager: Manager, quick: boolean): Promise<number> {
   for (let i = 0; i < 5; i++) {
     const kib = rssKiB(manager.pid);
     if (kib === undefined) throw new Error(`${manager.kind}: manager pid ${manager.pid} is gone`);
-    reads.push(kib);
+    // svc: svcd plus svc-spawner (the process that holds the apps is part of the manager).
+    const helpers = (manager.helperPids?.() ?? []).map((pid) => rssKiB(pid) ?? 0);
+    reads.push(kib + helpers.reduce((a, b) => a + b, 0));
     await sleep(100);
   }
   reads.sort((a, b) => a - b);

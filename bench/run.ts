@@ -1,5 +1,5 @@
 // Side-by-side benchmarks: svc against pm2, supervisord and the raw-spawn floor, in one run on one
-// machine. Usage: npm run bench -- [--quick] [--only start,stop,rss,crash,transport,token,events,tasks,forward]
+// machine. Usage: npm run bench -- [--quick] [--only start,stop,rss,crash,transport,token,events,tasks,forward,exitcode]
 //                                   [--managers floor,svc,pm2,supervisord] [--profile]
 // Prints a table (every svc figure with its ratio to each peer) and writes bench/out/results.json.
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { crashBenchmark } from './crash.ts';
 import { eventsBenchmark } from './events.ts';
+import { exitCodeBenchmark } from './exit-code.ts';
 import { forwardBenchmark } from './forward.ts';
 import { renderTable, type BenchContext, type Benchmark, type Figure } from './lib/report.ts';
 import { log, runCleanups } from './lib/util.ts';
@@ -29,6 +30,7 @@ const BENCHMARKS: readonly Benchmark[] = [
   eventsBenchmark,
   tasksBenchmark,
   forwardBenchmark,
+  exitCodeBenchmark,
 ];
 const OUT = join(import.meta.dirname, 'out');
 

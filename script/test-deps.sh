@@ -18,6 +18,8 @@
 
 #   golang-go (Go >= 1.22), gcc   the Go client library's suite (clients/go: go vet, go test -race
 #                                 needs cgo); staticcheck comes from the Go module proxy, pinned
+#   gcc, libc6-dev                svc-spawner (packages/spawner, C, libc only): the daemon's default
+#                                 spawn path; its tests and the crash-safety suite run on it
 # Installed with apt-get when missing (root on Debian); otherwise it stops at once naming the one
 # command that installs them. A machine that has everything returns at once without touching apt.
 set -euo pipefail
@@ -68,6 +70,7 @@ go_too_old() {
 }
 if have go; then go_new_enough || go_too_old; else missing+=(golang-go); fi
 have gcc || missing+=(gcc)
+compgen -G '/usr/include/*/sys/signalfd.h' >/dev/null || [ -f /usr/include/sys/signalfd.h ] || missing+=(libc6-dev)
 # --- Rust client (clients/rust): cargo and clippy from rustup (~/.cargo/bin), Rust >= 1.89.
 rust_problem=""
 rust_path="$PATH:${CARGO_HOME:-${HOME:-/root}/.cargo}/bin"

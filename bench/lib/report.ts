@@ -8,15 +8,17 @@ import { startSvc } from '../managers/svc.ts';
 import type { Manager } from '../managers/types.ts';
 import { fmtMs, type Summary } from './util.ts';
 
-export type Unit = 'ms' | 's' | 'MiB' | 'KiB' | 'req/s' | 'µs' | 'events/s' | 'tasks/s';
+export type Unit = 'ms' | 's' | 'MiB' | 'KiB' | 'req/s' | 'µs' | 'events/s' | 'tasks/s' | 'verdict';
 
 export interface Row {
   /** floor, svc, pm2, supervisord, or a labelled variant ("svc REST"). */
   subject: string;
   /** Rows are compared within a group (default: the whole figure). */
   group?: string;
-  /** The headline number (p50 for latencies). */
+  /** The headline number (p50 for latencies); NaN for a verdict. */
   value: number;
+  /** A verdict instead of a number (unit `verdict`: "correct", "wrong", "unknown"). */
+  text?: string;
   p99?: number;
   n?: number;
   note?: string;
@@ -83,6 +85,8 @@ export function formatValue(value: number | undefined, unit: Unit): string {
       return `${Math.round(value).toLocaleString('en-US')} ${unit}`;
     case 'µs':
       return `${value < 10 ? value.toFixed(2) : value.toFixed(1)} µs`;
+    case 'verdict':
+      return '—';
   }
 }
 
@@ -106,7 +110,7 @@ export function renderTable(figures: readonly Figure[]): string {
   for (const figure of figures) {
     figure.rows.forEach((row, i) => {
       lines.push(
-        `| ${i === 0 ? `${figure.id}. ${figure.title}` : ''} | ${row.subject}${row.note === undefined ? '' : ` (${row.note})`} | ${formatValue(row.value, figure.unit)} | ${
+        `| ${i === 0 ? `${figure.id}. ${figure.title}` : ''} | ${row.subject}${row.note === undefined ? '' : ` (${row.note})`} | ${row.text ?? formatValue(row.value, figure.unit)} | ${
           row.p99 === undefined ? '' : formatValue(row.p99, figure.unit)
         } | ${row.n ?? ''} | ${ratios(figure, row)} | ${i === 0 ? (figure.target ?? '') : ''} |`,
       );

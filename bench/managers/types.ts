@@ -22,6 +22,8 @@ export interface Manager {
   readonly version: string;
   /** Pid of the process whose RSS counts as the manager's. */
   readonly pid: number;
+  /** Other processes of the manager whose RSS counts too (svc: svc-spawner, which holds the apps). */
+  helperPids?(): number[];
   /** Untimed preparation before `start` (supervisord: include file + reloadConfig + addProcessGroup). */
   prepare(specs: readonly AppSpec[]): Promise<void>;
   /** The timed call: resolves once the manager reports the new process started. */

@@ -1,8 +1,8 @@
 // Builds svc's Debian package from a checkout: `npm run package:deb [-- --out DIR]`.
 //
 // The package installs a self-contained install root in /opt/svc (svcd's and the agent's bundles,
-// the identity provider and the CLI as TypeScript sources run by the bundled Node.js 24, their
-// production dependencies only, apps/, script/), the systemd units, /etc/default/svc and
+// the native svc-spawner binary, the identity provider and the CLI as TypeScript sources run by the
+// bundled Node.js 24, their production dependencies only, apps/, script/), the systemd units, /etc/default/svc and
 // /usr/bin/svc; its maintainer scripts create the system user `svc` and SVC_HOME=/var/lib/svc.
 // Nothing is downloaded: the dependency closure is copied from this checkout's node_modules.
 import { spawnSync } from 'node:child_process';
@@ -140,6 +140,13 @@ export function buildDeb(options: BuildOptions): { deb: string; stage: string; v
   // check then has no inputs to compare: a package is never rebuilt in place).
   run(process.execPath, ['packages/daemon/build/build.js']);
   for (const pkg of RUNTIME_PACKAGES) copyPackage(pkg, root);
+  // svc-spawner (packages/spawner), the native process holder: built here with the system C
+  // compiler and shipped as a binary alone (no source beside it, so svcd never rebuilds it in place).
+  run(process.execPath, ['packages/spawner/build.js', '--strict']);
+  mkdirSync(join(root, 'packages/spawner/build'), { recursive: true });
+  copyFileSync(join(REPO, 'packages/spawner/build/svc-spawner'), join(root, 'packages/spawner/build/svc-spawner'));
+  chmodSync(join(root, 'packages/spawner/build/svc-spawner'), 0o755);
+  copyFileSync(join(REPO, 'packages/spawner/README.md'), join(root, 'packages/spawner/README.md'));
   // The web UI: only its built files (the agent serves packages/web/dist at `/`).
   run(process.execPath, ['packages/web/scripts/build.ts']);
   cpSync(join(REPO, 'packages/web/dist'), join(root, 'packages/web/dist'), { recursive: true });

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EPHEMERAL_PORTS_ENV, waitFor } from '@svc/testkit';
+import { EPHEMERAL_PORTS_ENV, killSpawner, waitFor } from '@svc/testkit';
 import { buildDeb } from '../deb/build-deb.ts';
 
 const run = promisify(execFile);
@@ -76,6 +76,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   if (svcd !== undefined && svcd.exitCode === null) svcd.kill('SIGKILL');
+  await killSpawner(join(home, 'work'));
   await rm(out, { recursive: true, force: true });
   await rm(home, { recursive: true, force: true });
 });
@@ -85,6 +86,7 @@ describe('the Debian package', () => {
     const fields = (await run('dpkg-deb', ['-f', deb, 'Package', 'Architecture', 'Depends'])).stdout;
     expect(fields).toMatch(/^Package: svc$/m);
     expect(fields).toMatch(/^Depends: .*adduser/m);
+    expect(fields).toMatch(/^Depends: .*libc6/m); // svc-spawner, the native binary
     const contents = (await run('dpkg-deb', ['-c', deb], { maxBuffer: 64 * 1024 * 1024 })).stdout;
     for (const path of [
       './opt/svc/bin/svcd',
@@ -92,6 +94,7 @@ describe('the Debian package', () => {
       './opt/svc/script/svc-auth.sh',
       './opt/svc/apps/identity.yaml',
       './opt/svc/node_modules/.bin/node',
+      './opt/svc/packages/spawner/build/svc-spawner',
       './opt/svc/docs/operations.md',
       './opt/svc/script/svc-backup.sh',
       './opt/svc/script/svc-auth.ps1',
@@ -155,6 +158,8 @@ describe('the Debian package', () => {
       return parsed['rest'] !== undefined ? parsed : undefined;
     });
     expect(existsSync(join(home, 'work/ssl/ca.pem'))).toBe(true);
+    // The shipped svc-spawner spawns the processes (no compiler or source needed on the host).
+    expect(await readFile(join(home, 'work/server.log'), 'utf8')).toMatch(/processes are spawned by svc-spawner/);
     // The identity provider (a system app run by the tree's node) is up once its port is recorded.
     await untilFile(join(home, 'work/ports.identity.json'), (text) =>
       (JSON.parse(text) as Record<string, number>)['issuer'] ? true : undefined,

@@ -78,17 +78,27 @@ export async function serveWebFile(
   } catch (cause) {
     throw new SvcError('not_found', `no web UI file ${JSON.stringify(file.slice(0, 200))}`, { cause });
   }
-  const headers = {
+  const type = extname(path).toLowerCase();
+  const compressible = COMPRESSIBLE.has(type);
+  const headers: Record<string, string> = {
     ...WEB_SECURITY_HEADERS,
-    'content-type': CONTENT_TYPES[extname(path).toLowerCase()] ?? 'application/octet-stream',
+    'content-type': CONTENT_TYPES[type] ?? 'application/octet-stream',
     'last-modified': modified.toUTCString(),
     'cache-control': file.startsWith('assets/') ? 'public, max-age=31536000, immutable' : 'no-cache',
+    ...(compressible ? { vary: 'accept-encoding' } : {}),
   };
   // Revalidation (index.html is `no-cache`): unchanged since the browser's copy → 304, no body.
   const since = Date.parse(req.headers['if-modified-since'] ?? '');
   if (!Number.isNaN(since) && Math.floor(modified.getTime() / 1000) * 1000 <= since) {
     res.writeHead(304, headers).end();
     return;
+  }
+  // The build writes <file>.br and <file>.gz beside each text file; send one the browser accepts.
+  const encoded = compressible ? await precompressed(path, req.headers['accept-encoding']) : undefined;
+  if (encoded !== undefined) {
+    headers['content-encoding'] = encoded.encoding;
+    path = encoded.path;
+    size = encoded.size;
   }
   res.writeHead(200, { ...headers, 'content-length': size });
   if (req.method === 'HEAD') {
@@ -98,4 +108,62 @@ export async function serveWebFile(
   const stream = createReadStream(path);
   stream.once('error', () => res.destroy());
   stream.pipe(res);
+}
+
+/** Types the build writes precompressed copies of (scripts/build.ts). */
+const COMPRESSIBLE: ReadonlySet<string> = new Set([
+  '.html',
+  '.js',
+  '.mjs',
+  '.css',
+  '.json',
+  '.svg',
+  '.map',
+  '.txt',
+]);
+
+/** Content codings in the order we prefer them, with the suffix of their precompressed file. */
+const CODINGS = [
+  { encoding: 'br', suffix: '.br' },
+  { encoding: 'gzip', suffix: '.gz' },
+] as const;
+
+/**
+ * The content codings an Accept-Encoding header allows (RFC 9110 §12.5.3): listed with a q above 0,
+ * or covered by `*` with a q above 0 and not listed with q=0. Malformed parts are ignored.
+ */
+export function acceptedCodings(header: string | undefined): Set<string> {
+  const accepted = new Set<string>();
+  if (header === undefined) return accepted;
+  const refused = new Set<string>();
+  let wildcard = false;
+  for (const part of header.slice(0, 1024).split(',')) {
+    const [name = '', ...params] = part.trim().toLowerCase().split(';');
+    const q = params.map((p) => p.trim()).find((p) => p.startsWith('q='));
+    const weight = q === undefined ? 1 : Number(q.slice(2));
+    if (name === '' || Number.isNaN(weight)) continue;
+    if (name === '*') wildcard = weight > 0;
+    else if (weight > 0) accepted.add(name);
+    else refused.add(name);
+  }
+  if (wildcard) for (const { encoding } of CODINGS) if (!refused.has(encoding)) accepted.add(encoding);
+  return accepted;
+}
+
+/** The precompressed copy of `path` to send for this Accept-Encoding, if the build wrote one. */
+async function precompressed(
+  path: string,
+  acceptEncoding: string | undefined,
+): Promise<{ encoding: string; path: string; size: number } | undefined> {
+  const accepted = acceptedCodings(acceptEncoding);
+  for (const { encoding, suffix } of CODINGS) {
+    if (!accepted.has(encoding)) continue;
+    try {
+      const info = await stat(path + suffix);
+      if (info.isFile()) return { encoding, path: path + suffix, size: info.size };
+    } catch {
+      // no copy in this coding: try the next one
+    }
+  }
+  return undefined;
 }

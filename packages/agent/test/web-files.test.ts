@@ -1,14 +1,14 @@
 // The web UI hook against a real folder: content types, cache headers, HEAD, and nothing outside
 // the root (symbolic links, directories, missing files) — served by a real HTTP server.
 import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
+import { createServer, get, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SvcError } from '@svc/protocol';
 import { routeOf } from '../src/routes.ts';
-import { serveWebFile } from '../src/web-files.ts';
+import { acceptedCodings, serveWebFile } from '../src/web-files.ts';
 
 let dir: string;
 let server: Server;
@@ -21,6 +21,10 @@ beforeAll(async () => {
   await writeFile(join(root, 'index.html'), '<!doctype html><title>svc</title>');
   await writeFile(join(root, 'assets', 'app-3f2a.js'), 'console.log(1)');
   await writeFile(join(root, 'logo.svg'), '<svg/>');
+  await writeFile(join(root, 'assets', 'app-3f2a.js.br'), 'BROTLI');
+  await writeFile(join(root, 'assets', 'app-3f2a.js.gz'), 'GZIP!!');
+  await writeFile(join(root, 'assets', 'gz-only-77aa.js'), 'console.log(2)');
+  await writeFile(join(root, 'assets', 'gz-only-77aa.js.gz'), 'GZIP');
   await writeFile(join(dir, 'secret.txt'), 'outside the root');
   await symlink(join(dir, 'secret.txt'), join(root, 'leak.txt'));
   server = createServer((req, res) => {
@@ -96,5 +100,72 @@ describe('web UI files', () => {
       expect(body.error, path).toBe('not_found');
       expect(body.message, path).not.toContain('outside the root');
     }
+  });
+});
+
+/** One GET without fetch's automatic decompression: the status, headers and raw body bytes. */
+function rawGet(
+  path: string,
+  headers: Record<string, string>,
+): Promise<{ status: number; headers: IncomingHttpHeaders; body: string }> {
+  return new Promise((resolve, reject) => {
+    get(`${base}${path}`, { headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () =>
+        resolve({
+          status: res.statusCode ?? 0,
+          headers: res.headers,
+          body: Buffer.concat(chunks).toString(),
+        }),
+      );
+    }).on('error', reject);
+  });
+}
+
+describe('precompressed web UI files', () => {
+  it('sends the brotli copy to a browser that accepts br, gzip to one that accepts only gzip, identity otherwise', async () => {
+    const br = await rawGet('/assets/app-3f2a.js', { 'accept-encoding': 'gzip, deflate, br, zstd' });
+    expect(br.headers['content-encoding']).toBe('br');
+    expect(br.headers['content-length']).toBe('6');
+    expect(br.headers['content-type']).toBe('text/javascript; charset=utf-8');
+    expect(br.headers.vary).toBe('accept-encoding');
+    expect(br.headers['cache-control']).toBe('public, max-age=31536000, immutable');
+    expect(br.body).toBe('BROTLI');
+    const gz = await rawGet('/assets/app-3f2a.js', { 'accept-encoding': 'gzip' });
+    expect(gz.headers['content-encoding']).toBe('gzip');
+    expect(gz.body).toBe('GZIP!!');
+    const plain = await rawGet('/assets/app-3f2a.js', {});
+    expect(plain.headers['content-encoding']).toBeUndefined();
+    expect(plain.headers.vary).toBe('accept-encoding');
+    expect(plain.body).toBe('console.log(1)');
+    const refused = await rawGet('/assets/app-3f2a.js', { 'accept-encoding': 'br;q=0, gzip;q=0' });
+    expect(refused.headers['content-encoding']).toBeUndefined();
+    expect(refused.body).toBe('console.log(1)');
+  });
+
+  it('falls back to the next coding when a copy is missing, and leaves files without copies alone', async () => {
+    const gz = await rawGet('/assets/gz-only-77aa.js', { 'accept-encoding': 'br, gzip' });
+    expect(gz.headers['content-encoding']).toBe('gzip');
+    expect(gz.body).toBe('GZIP');
+    const html = await rawGet('/', { 'accept-encoding': 'br, gzip' });
+    expect(html.headers['content-encoding']).toBeUndefined();
+    expect(html.body).toContain('<title>svc</title>');
+    const head = await fetch(`${base}/assets/app-3f2a.js`, {
+      method: 'HEAD',
+      headers: { 'accept-encoding': 'br' },
+    });
+    expect(head.headers.get('content-encoding')).toBe('br');
+    expect(head.headers.get('content-length')).toBe('6');
+  });
+
+  it('reads Accept-Encoding as RFC 9110 says: q=0 refuses, * covers the rest, malformed and oversized parts are ignored', () => {
+    expect([...acceptedCodings(undefined)]).toEqual([]);
+    expect([...acceptedCodings('gzip, br')].sort()).toEqual(['br', 'gzip']);
+    expect([...acceptedCodings('*')].sort()).toEqual(['br', 'gzip']);
+    expect([...acceptedCodings('*, br;q=0')]).toEqual(['gzip']);
+    expect([...acceptedCodings('*;q=0')]).toEqual([]);
+    expect([...acceptedCodings('gzip;q=nonsense, ;;;, br;q=0.5')]).toEqual(['br']);
+    expect([...acceptedCodings(`${'x,'.repeat(100_000)}br`)]).not.toContain('br');
   });
 });

@@ -263,6 +263,8 @@ export async function startDaemon(
     stopGraceMs: config.stopGraceMs,
     healthIntervalMs: config.scheduleIntervalSeconds * 1000,
     outputMaxBytes: config.outputMaxBytes,
+    spawnerMode: config.spawner,
+    installRoot: INSTALL_ROOT,
     bundledAppsDir: config.systemAppsDir,
     // svc-identity is the built-in issuer: never started in external mode.
     skipBundled: (name) => name === 'identity' && config.authMode !== 'builtin',

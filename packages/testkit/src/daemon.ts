@@ -152,6 +152,8 @@ export async function startTestDaemon(options: TestDaemonOptions = {}): Promise<
     SVC_LOG_STDERR: '1',
     // Only the system apps the test put under <home>/apps run, not every one of the install root.
     SVC_SYSTEM_APPS_DIR: join(home, 'apps'),
+    // The spawn path under test (the *-inprocess.test.ts files run suites with SVC_SPAWNER=inprocess).
+    ...(process.env['SVC_SPAWNER'] === undefined ? {} : { SVC_SPAWNER: process.env['SVC_SPAWNER'] }),
     ...options.env,
   };
   const child: ChildProcess = spawn(process.execPath, [...SVCD_NODE_FLAGS, SVCD], {
@@ -255,12 +257,16 @@ async function readPorts(workDir: string): Promise<Record<string, number>> {
   return JSON.parse(await readFile(join(workDir, 'ports.json'), 'utf8')) as Record<string, number>;
 }
 
-/** Kill the process groups recorded in work/.snapshot, so no test leaves processes behind. */
+/**
+ * Kill the process groups recorded in work/.snapshot and the home's svc-spawner, so no test leaves
+ * processes behind.
+ */
 export async function killManagedProcesses(workDir: string): Promise<void> {
   let text: string;
   try {
     text = await readFile(join(workDir, '.snapshot'), 'utf8');
   } catch {
+    await killSpawner(workDir);
     return;
   }
   const pids = new Set<number>();
@@ -271,6 +277,25 @@ export async function killManagedProcesses(workDir: string): Promise<void> {
     } catch {
       // already gone
     }
+  }
+  await killSpawner(workDir);
+}
+
+/** SIGKILL the home's svc-spawner (work/run/spawner.pid), which outlives svcd by design. */
+export async function killSpawner(workDir: string): Promise<void> {
+  let pid: number;
+  try {
+    pid = Number((await readFile(join(workDir, 'run', 'spawner.pid'), 'utf8')).trim());
+  } catch {
+    return;
+  }
+  if (!Number.isInteger(pid) || pid <= 1) return;
+  try {
+    // Only the spawner of this home: its command line names the run directory.
+    const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8');
+    if (cmdline.includes(join(workDir, 'run'))) process.kill(pid, 'SIGKILL');
+  } catch {
+    // already gone
   }
 }
 

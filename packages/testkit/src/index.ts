@@ -7,6 +7,7 @@ export {
   startTestDaemon,
   svcdCommand,
   killManagedProcesses,
+  killSpawner,
   TEST_PRINCIPALS,
   DEVELOPER_ROLE,
 } from './daemon.ts';

@@ -6,7 +6,7 @@ import { build, type Metafile, type Plugin } from 'esbuild';
 import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { gzipSync } from 'node:zlib';
+import { brotliCompressSync, constants as zlib, gzipSync } from 'node:zlib';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const dist = join(root, 'dist');
@@ -56,11 +56,34 @@ export async function buildWeb(options: { minify?: boolean } = {}): Promise<WebB
     [...Object.keys(result.metafile.outputs).map((out) => relative(dist, join(root, out))), 'index.html'].map(
       async (file) => {
         const data = await readFile(join(dist, file));
-        return { file, bytes: (await stat(join(dist, file))).size, gzip: gzipSync(data, { level: 9 }).length };
+        return {
+          file,
+          bytes: (await stat(join(dist, file))).size,
+          gzip: gzipSync(data, { level: 9 }).length,
+        };
       },
     ),
   );
+  await Promise.all(files.map(({ file }) => writePrecompressed(join(dist, file))));
   return { entry, css, files };
+}
+
+/**
+ * `<file>.br` and `<file>.gz` beside a text file, for the agent to send to browsers that accept them
+ * (packages/agent/src/web-files.ts); a copy that would not be smaller is not written.
+ */
+async function writePrecompressed(path: string): Promise<void> {
+  if (!/\.(html|js|css|json|svg)$/.test(path)) return;
+  const data = await readFile(path);
+  const copies = [
+    { suffix: '.br', body: brotliCompressSync(data, { params: { [zlib.BROTLI_PARAM_QUALITY]: 11 } }) },
+    { suffix: '.gz', body: gzipSync(data, { level: 9 }) },
+  ];
+  await Promise.all(
+    copies
+      .filter(({ body }) => body.length < data.length)
+      .map(({ suffix, body }) => writeFile(path + suffix, body)),
+  );
 }
 
 /** spec/access.json as the page needs it: each operation's rule, not the prose of `kinds`. */
@@ -68,8 +91,12 @@ const compactAccessTable: Plugin = {
   name: 'compact-access-table',
   setup(on) {
     on.onLoad({ filter: /[\\/]spec[\\/]access\.json$/ }, async (args) => {
-      const table = JSON.parse(await readFile(args.path, 'utf8')) as { operations: Record<string, { rule: unknown }> };
-      const operations = Object.fromEntries(Object.entries(table.operations).map(([id, op]) => [id, { rule: op.rule }]));
+      const table = JSON.parse(await readFile(args.path, 'utf8')) as {
+        operations: Record<string, { rule: unknown }>;
+      };
+      const operations = Object.fromEntries(
+        Object.entries(table.operations).map(([id, op]) => [id, { rule: op.rule }]),
+      );
       return { contents: JSON.stringify({ operations }), loader: 'json' };
     });
   },
@@ -78,7 +105,10 @@ const compactAccessTable: Plugin = {
 function entryOf(metafile: Metafile): { entry: string; css: string | undefined } {
   for (const [out, info] of Object.entries(metafile.outputs)) {
     if (info.entryPoint === 'src/main.tsx' && out.endsWith('.js'))
-      return { entry: relative('dist', out), css: info.cssBundle === undefined ? undefined : relative('dist', info.cssBundle) };
+      return {
+        entry: relative('dist', out),
+        css: info.cssBundle === undefined ? undefined : relative('dist', info.cssBundle),
+      };
   }
   throw new Error('esbuild wrote no entry for src/main.tsx');
 }

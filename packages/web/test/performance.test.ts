@@ -49,6 +49,8 @@ describe('web UI figures', () => {
     );
     expect(load.scripts.length).toBeGreaterThan(0);
     expect(load.gzip).toBeLessThan(SHELL_JS_LIMIT_BYTES);
+    // What travels is compressed too: the agent sends the build's brotli copies to Chromium.
+    expect(load.scripts.map((file) => file.encoding)).toEqual(load.scripts.map(() => 'br'));
   });
 
   it(`keeps the list live and responsive with ${APPS} apps and about ${EVENTS_PER_SECOND} events/s`, async () => {

@@ -268,6 +268,17 @@ export const Resources = z
     load_average: z.array(z.number()),
     uptime_seconds: z.number(),
     disks: z.array(z.object({ path: z.string(), total_bytes: z.number(), free_bytes: z.number() })),
+    process_spawner: z
+      .object({
+        kind: z.enum(['native', 'inprocess']),
+        pid: z.number().int().optional(),
+        reason: z.string().optional(),
+      })
+      .optional()
+      .meta({
+        description:
+          'how svcd spawns managed processes: native (svc-spawner, its pid) or inprocess (with the reason: SVC_SPAWNER=inprocess, or why the spawner is unavailable)',
+      }),
   })
   .meta({ id: 'Resources' });
 

@@ -89,6 +89,8 @@ export interface DaemonConfig {
   stopGraceMs: number;
   /** Cap of one captured output file on disk (`BaseConfig.OutputMaxBytes`, SVC_OUTPUT_MAX_BYTES). */
   outputMaxBytes: number;
+  /** SVC_SPAWNER: how processes are spawned (supervisor/spawner/launch.ts); default `auto`. */
+  spawner: 'native' | 'inprocess' | 'auto';
 }
 
 export const DEFAULT_LIMITS: Limits = {
@@ -272,5 +274,15 @@ export async function loadConfig(env: NodeJS.ProcessEnv = process.env): Promise<
     limits,
     stopGraceMs: (b.StopGraceSeconds ?? 5) * 1000,
     outputMaxBytes: outputMaxBytes(env['SVC_OUTPUT_MAX_BYTES'], b.OutputMaxBytes),
+    spawner: spawnerOf(env['SVC_SPAWNER']),
   };
+}
+
+/** SVC_SPAWNER: native (svc-spawner or no start), inprocess, or auto (the spawner where it builds). */
+function spawnerOf(value: string | undefined): 'native' | 'inprocess' | 'auto' {
+  if (value === undefined || value === '' || value === 'auto') return 'auto';
+  if (value === 'native' || value === 'inprocess') return value;
+  throw new ConfigError(
+    `SVC_SPAWNER: expected native, inprocess or auto, got ${JSON.stringify(value.slice(0, 40))}`,
+  );
 }

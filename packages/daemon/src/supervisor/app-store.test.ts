@@ -1,6 +1,7 @@
 import { SvcError } from '@svc/protocol';
 import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -163,6 +164,117 @@ describe('AppStore', () => {
     await store.close();
     await other.close();
     expect((await readdir(dir)).sort()).toEqual(['four.yaml', 'one.yaml', 'three.yaml', 'two.yaml']);
+  });
+
+  it('group commit: concurrent saves and deletes of many apps all land, the last save of an app wins', async () => {
+    const store = new AppStore(dir, crypter);
+    const names = Array.from({ length: 24 }, (_, i) => `g${i}`);
+    const writes: Promise<void>[] = [];
+    for (let round = 0; round < 5; round++)
+      for (const name of names) writes.push(store.save(app(name, { description: `r${round}` })));
+    writes.push(store.delete('g0'), store.delete('g1'));
+    writes.push(store.save(app('g1', { description: 'back' })));
+    await Promise.all(writes);
+    await store.close();
+    const loaded = await new AppStore(dir, crypter).loadAll();
+    expect(loaded.errors).toEqual([]);
+    const byName = new Map(loaded.apps.map((a) => [a.name, a.description]));
+    expect(byName.has('g0')).toBe(false);
+    expect(byName.get('g1')).toBe('back');
+    for (const name of names.slice(2)) expect(byName.get(name)).toBe('r4');
+    expect((await readdir(dir)).filter((f) => f.startsWith('.'))).toEqual([]);
+  });
+
+  it('group commit: a failed write fails its own callers only', async () => {
+    const store = new AppStore(dir, crypter);
+    await store.save(app('ok0'));
+    // A directory named like the file: the rename over it fails (EISDIR), the others do not.
+    await mkdir(join(dir, 'blocked.yaml', 'child'), { recursive: true });
+    const results = await Promise.allSettled([
+      store.save(app('ok1')),
+      store.save(app('blocked')),
+      store.save(app('blocked', { description: 'coalesced' })),
+      store.save(app('ok2')),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'rejected', 'fulfilled']);
+    await store.close();
+    const loaded = await new AppStore(dir, crypter).loadAll();
+    expect(loaded.apps.map((a) => a.name)).toEqual(['ok0', 'ok1', 'ok2']);
+    expect((await readdir(dir)).filter((f) => f.startsWith('.'))).toEqual([]);
+  });
+
+  it('journal: an answered save survives the loss of its file (replayed from the log at the next load)', async () => {
+    const store = new AppStore(dir, crypter, { journal: true });
+    await store.loadAll();
+    await store.save(app('kept', { description: 'v1' }));
+    await store.save(app('kept', { description: 'v2' }));
+    await store.save(app('gone'));
+    await store.delete('gone');
+    // In place when answered (renamed once the record was durable).
+    expect(await readFile(join(dir, 'kept.yaml'), 'utf8')).toContain('v2');
+    expect(await readdir(dir)).not.toContain('gone.yaml');
+    // A power loss before the files reached the disk: the file is garbage, the unlink undone.
+    await writeFile(join(dir, 'kept.yaml'), '\0\0\0');
+    await writeFile(join(dir, 'gone.yaml'), 'name: gone\ncommand: sleep 1\n');
+    const next = new AppStore(dir, crypter, { journal: true }); // `store` is never closed: a crash
+    const loaded = await next.loadAll();
+    expect(loaded.errors).toEqual([]);
+    expect(loaded.apps.map((a) => [a.name, a.description])).toEqual([['kept', 'v2']]);
+    await next.close();
+    await store.close().catch(() => undefined);
+    expect((await readdir(dir)).filter((f) => f.startsWith('.tmp'))).toEqual([]);
+  });
+
+  it('journal: a clean close leaves an empty log; the next load changes nothing', async () => {
+    const store = new AppStore(dir, crypter, { journal: true });
+    await store.save(app('a')); // opens the log on first use
+    await store.close();
+    await writeFile(join(dir, 'a.yaml'), 'name: a\ncommand: sleep 2\n'); // edited by hand after the stop
+    const loaded = await new AppStore(dir, crypter, { journal: true }).loadAll();
+    expect(loaded.apps.map((a) => a.command)).toEqual(['sleep 2']);
+  });
+
+  it('journal: a definition too large for the log is written in place and wins over older records', async () => {
+    const store = new AppStore(dir, crypter, { journal: true });
+    await store.loadAll();
+    await store.save(app('big', { description: 'small' }));
+    const metadata = { blob: 'x'.repeat(300 * 1024) };
+    await store.save(app('big', { description: 'large', metadata }));
+    const loaded = await new AppStore(dir, crypter, { journal: true }).loadAll();
+    expect(loaded.apps.map((a) => a.description)).toEqual(['large']);
+    await store.close().catch(() => undefined);
+  });
+
+  it('journal: a full log is reset once its files are durable; every save lands', async () => {
+    const store = new AppStore(dir, crypter, { journal: true, journalBytes: 6 * 4096 });
+    await store.loadAll();
+    const names = Array.from({ length: 40 }, (_, i) => `full${i}`);
+    for (let round = 0; round < 3; round++)
+      await Promise.all(names.map((n) => store.save(app(n, { description: `r${round}` }))));
+    const loaded = await new AppStore(dir, crypter, { journal: true, journalBytes: 6 * 4096 }).loadAll();
+    expect(loaded.errors).toEqual([]);
+    expect(loaded.apps.map((a) => a.description)).toEqual(names.map(() => 'r2'));
+    await store.close().catch(() => undefined);
+  });
+
+  it('journal: the handles kept for fast renames are bounded and all closed by close()', async () => {
+    const fds = (): number => readdirSync('/proc/self/fd').length;
+    const before = fds();
+    const store = new AppStore(dir, crypter, { journal: true });
+    await store.loadAll();
+    const names = Array.from({ length: 300 }, (_, i) => `h${i}`);
+    await Promise.all(names.map((n) => store.save(app(n))));
+    await Promise.all(names.map((n) => store.save(app(n, { description: 'again' }))));
+    await store.delete('h0');
+    await store.settled();
+    expect(fds() - before).toBeLessThan(300 + 16); // one per file at most, before trimming
+    await store.close();
+    expect(fds() - before).toBeLessThanOrEqual(0);
+    const reloaded = new AppStore(dir, crypter, { journal: true });
+    const loaded = await reloaded.loadAll();
+    await reloaded.close();
+    expect(loaded.apps).toHaveLength(299);
+    expect(new Set(loaded.apps.map((a) => a.description))).toEqual(new Set(['again']));
   });
 
   it('accepts system apps only in a trusted store', async () => {

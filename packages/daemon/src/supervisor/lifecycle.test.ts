@@ -36,6 +36,8 @@ class ManualClock implements Clock {
 }
 
 class FakeRunner implements ProcessRunner {
+  readonly kind = 'inprocess';
+  readonly placesInCgroups = false;
   spawned: { pid: number; request: SpawnRequest; exit: (info: ExitInfo) => void }[] = [];
   signals: [number, string][] = [];
   #pid = 1000;

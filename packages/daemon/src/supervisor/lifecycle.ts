@@ -40,7 +40,7 @@
 import { randomUUID } from 'node:crypto';
 import type { OsIdentity } from '../util/os-user.ts';
 import type { AppDefinition } from '../model/app-definition.ts';
-import type { ExitInfo, ProcessRunner } from './process-runner.ts';
+import type { ExitInfo, ProcessRunner, SpawnedProcess } from './process-runner.ts';
 import { decideExitAction, INITIAL_CRASH_STATE, nextBackoff } from './restart-policy.ts';
 import type { CrashState } from './restart-policy.ts';
 import { inWindow, isPeriodic, nextStartTime, windowEnd } from './schedule.ts';
@@ -81,6 +81,8 @@ export interface PreparedSpawn {
   outputFd: number;
   /** The execution user; undefined = the daemon's own user. */
   user?: OsIdentity | undefined;
+  /** cgroup.procs files for a runner that places the child itself (resource_limit). */
+  cgroupProcs?: readonly string[] | undefined;
 }
 
 export interface RunningProcess {
@@ -91,6 +93,11 @@ export interface RunningProcess {
   startTicks: number;
   /** Not our child (re-attached after a daemon restart, or adopted by `pid`): its exit is polled. */
   adopted: boolean;
+  /**
+   * Started by an earlier daemon and held by the native spawner: re-attached like an adopted
+   * process, but its exit (and real exit code) comes from the spawner, not from a poll.
+   */
+  reattached?: boolean;
   /** Adopted by the definition's `pid`: started outside svc, so its output is not captured. */
   external?: boolean;
   /** Signal the pid alone on stop: an external process that does not lead its process group. */
@@ -274,6 +281,8 @@ export class AppLifecycle {
             : JSON.stringify(metadata),
       outputFd: prepared.outputFd,
       user: prepared.user,
+      identity: { app: this.name, processUuid },
+      cgroupProcs: prepared.cgroupProcs,
     });
     const process: RunningProcess = {
       pid: spawned.pid,
@@ -290,7 +299,9 @@ export class AppLifecycle {
       host.started(this, process);
     }
     // The callback runs from the event loop, never synchronously: START is always published first.
-    spawned.onExit((info: ExitInfo) => this.#recordExit(process, info.exitCode, info.spawnError));
+    spawned.onExit((info: ExitInfo) =>
+      this.#recordExit(process, info.exitCode, info.spawnError, info.exitedAt),
+    );
   }
 
   /** Take over a process that outlived the previous daemon; its exit is reported by `adoptedExited`. */
@@ -300,19 +311,31 @@ export class AppLifecycle {
   }
 
   /**
+   * Take over a process that outlived the previous daemon and that the native spawner holds: its
+   * exit, with its real exit code (also one that happened while no daemon ran), comes through `held`.
+   */
+  adoptHeld(process: RunningProcess, held: SpawnedProcess): void {
+    process.adopted = false;
+    process.reattached = true;
+    this.adopt(process);
+    held.onExit((info: ExitInfo) => this.#recordExit(process, info.exitCode, info.spawnError, info.exitedAt));
+  }
+
+  /**
    * Take over a process of ours that the snapshot does not list (found by the supervisor's /proc scan
    * at start-up, its process key verified). `startRecorded` false: the snapshot predates its start,
    * so the start is recorded now (uuid, `starts`, launch time). No START: the daemon that spawned it
    * published one. A start happens only when the app wants to run, hence `wantRun`.
    */
-  adoptOrphan(process: RunningProcess, startRecorded: boolean): void {
+  adoptOrphan(process: RunningProcess, startRecorded: boolean, held?: SpawnedProcess): void {
     if (!startRecorded) {
       this.runtime.uuids = [process.processUuid, ...this.runtime.uuids].slice(0, KEPT_UUIDS);
       this.runtime.starts++;
       this.runtime.lastStartAt = process.startedAt;
     }
     this.wantRun = true;
-    this.adopt(process);
+    if (held === undefined) this.adopt(process);
+    else this.adoptHeld(process, held);
   }
 
   /**
@@ -443,7 +466,12 @@ export class AppLifecycle {
     this.#crashed = false;
   }
 
-  #recordExit(process: RunningProcess, exitCode: number | undefined, error: string | undefined): void {
+  #recordExit(
+    process: RunningProcess,
+    exitCode: number | undefined,
+    error: string | undefined,
+    exitedAt?: number,
+  ): void {
     if (this.state === 'removed' && this.process === undefined) return;
     if (this.#detached) return;
     const host = this.#host;
@@ -454,7 +482,8 @@ export class AppLifecycle {
     this.lastStop = intent;
     if (intent === 'timeout') error ??= 'stopped: run timeout exceeded';
     error ??= host.exitError?.(this, process);
-    this.runtime.lastExitAt = now;
+    // The spawner's reap time when it has one (an exit while no daemon ran is dated when it happened).
+    this.runtime.lastExitAt = exitedAt !== undefined && exitedAt > 0 && exitedAt <= now ? exitedAt : now;
     this.runtime.returnCode = exitCode;
     this.runtime.lastError = error;
     this.checkedHealth = undefined;

@@ -150,17 +150,20 @@ export function recoverOrphans(context: OrphanRecoveryContext): void {
     const saved = previous?.apps[name];
     const startRecorded = saved?.uuids?.[0] === winner.processUuid;
     output.restoreForOrphan(name, winner.processUuid, saved?.outputs);
+    // Held by svc-spawner: its exit comes from there (real exit code), not from a poll.
+    const held = context.runner.claim?.(winner.processUuid);
     app.adoptOrphan(
       {
         pid: winner.pid,
         processUuid: winner.processUuid,
         startedAt: winner.launchedAt ?? now(),
         startTicks: winner.startTicks,
-        adopted: true,
+        adopted: held === undefined,
       },
       startRecorded,
+      held,
     );
-    context.watchAdopted(app);
+    if (held === undefined) context.watchAdopted(app);
     recovered++;
     const targets = outputTargets(winner.pid);
     const file = output.path(name, 0);
@@ -183,4 +186,60 @@ export function recoverOrphans(context: OrphanRecoveryContext): void {
     recovered,
     ...(scan.truncated ? { truncated: true } : {}),
   });
+}
+
+export interface HeldRecoveryContext {
+  apps: ReadonlyMap<string, AppLifecycle>;
+  previous: SnapshotData | undefined;
+  runner: ProcessRunner;
+  output: OutputStore;
+  now: () => number;
+  logger: Logger;
+}
+
+/**
+ * After the snapshot's re-attachments and the orphan scan: processes svc-spawner still holds that
+ * neither found (the snapshot lost their start, and they exited while no daemon ran, or dropped
+ * their environment). The spawner's tag names their app and process uuid, so they are recorded
+ * like an orphan: an exit with its real exit code, or a running process adopted. Left to the
+ * spawner's `settle` (acknowledged, forgotten): an app that is gone or runs another process, and an
+ * older generation or an exit the snapshot already recorded.
+ */
+export function recoverHeld(context: HeldRecoveryContext): void {
+  const { apps, previous, runner, output, now, logger } = context;
+  for (const held of runner.held?.() ?? []) {
+    const app = apps.get(held.app);
+    if (app === undefined || app.process !== undefined) continue;
+    const saved = previous?.apps[held.app];
+    const known = saved?.uuids?.indexOf(held.processUuid) ?? -1;
+    const out0 = saved?.outputs?.[0];
+    if (known > 0 || (known === 0 && out0?.processUuid === held.processUuid && out0.exited)) continue;
+    const spawned = runner.claim?.(held.processUuid);
+    if (spawned === undefined) continue;
+    output.restoreForOrphan(held.app, held.processUuid, saved?.outputs);
+    app.adoptOrphan(
+      {
+        pid: held.pid,
+        processUuid: held.processUuid,
+        startedAt: known === 0 ? (saved?.lastStartAt ?? now()) : now(),
+        startTicks: 0,
+        adopted: false,
+      },
+      known === 0,
+      spawned,
+    );
+    logger.info('re-attached to a process held by svc-spawner that the snapshot did not list', {
+      app: held.app,
+      pid: held.pid,
+      processUuid: held.processUuid,
+      exitCode: held.exitCode,
+    });
+    if (held.exitCode === undefined && !app.def.enabled) {
+      logger.warn('held process of a disabled app stopped (deliberate stop)', {
+        app: held.app,
+        pid: held.pid,
+      });
+      void app.stop('disable');
+    }
+  }
 }

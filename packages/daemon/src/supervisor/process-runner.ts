@@ -32,13 +32,28 @@ export interface SpawnRequest {
    * undefined = the daemon's user. Without `cwd` the child starts in the user's home.
    */
   user?: OsIdentity | undefined;
+  /** Which process this is (the native spawner keeps it with the process, for the next daemon). */
+  identity?: { app: string; processUuid: string } | undefined;
+  /**
+   * cgroup.procs files the process must be in (resource_limit). A runner that `placesInCgroups`
+   * writes the child into them before exec; otherwise the caller moves the pid after spawn.
+   */
+  cgroupProcs?: readonly string[] | undefined;
 }
 
 export interface ExitInfo {
-  /** Exit status, or minus the signal number when killed by a signal. */
-  exitCode: number;
+  /**
+   * Exit status, or minus the signal number when killed by a signal; undefined when it cannot be
+   * known (the native spawner holding the process died, so its exit was polled: `spawnError` says so).
+   */
+  exitCode: number | undefined;
   /** Set when the process never started. */
   spawnError: string | undefined;
+  /**
+   * When it exited (epoch ms), when the runner knows better than "now": svc-spawner reaped it,
+   * possibly while no daemon ran.
+   */
+  exitedAt?: number | undefined;
 }
 
 export interface SpawnedProcess {
@@ -48,12 +63,49 @@ export interface SpawnedProcess {
   onExit(callback: (info: ExitInfo) => void): void;
 }
 
+/** A process the native spawner held when this daemon connected (started by an earlier daemon). */
+export interface HeldProcess {
+  app: string;
+  processUuid: string;
+  pid: number;
+  /** undefined while it runs; its real exit code once it ended (while no daemon was there, maybe). */
+  exitCode: number | undefined;
+}
+
 export interface ProcessRunner {
+  /** `native`: the spawner (spawner/spawner-runner.ts); `inprocess`: Node's child_process. */
+  readonly kind: 'native' | 'inprocess';
+  /** The child writes itself into `cgroupProcs` before exec (else the caller moves it after spawn). */
+  readonly placesInCgroups: boolean;
   spawn(request: SpawnRequest): SpawnedProcess;
   /** Signal a whole process group; returns false when it no longer exists. */
   killGroup(pid: number, signal: NodeJS.Signals): boolean;
   /** Signal one process (an adopted process that does not lead a group); false when gone. */
   kill(pid: number, signal: NodeJS.Signals): boolean;
+  /** Processes held from before this daemon and not claimed yet (native spawner only). */
+  held?(): HeldProcess[];
+  /** Take over a held process: its exit (already past, or to come) is reported through `onExit`. */
+  claim?(processUuid: string): SpawnedProcess | undefined;
+  /**
+   * Start-up is over: held processes nobody claimed are not this daemon's to report. Their exits
+   * (now or later) are acknowledged and forgotten.
+   */
+  settle?(): void;
+  /** Daemon shutdown: let go of the spawner without acknowledging anything (processes keep running). */
+  close?(): void;
+}
+
+/** The program and arguments of a request (shell, login shell, or split), before any user switch. */
+export function commandOf(request: SpawnRequest): { file: string; args: string[] } {
+  if (request.shell || request.login === true) {
+    return {
+      file: '/bin/sh',
+      args: request.login === true ? ['-l', '-c', request.command] : ['-c', request.command],
+    };
+  }
+  const argv = splitCommandLine(request.command);
+  if (argv.length === 0) throw new Error('empty command');
+  return { file: argv[0] as string, args: argv.slice(1) };
 }
 
 /** Split a command line into argv: whitespace separates, '…' is literal, "…" honours \" \\ \$ \`, \ escapes. */
@@ -98,7 +150,8 @@ export function exitCodeOf(code: number | null, signal: NodeJS.Signals | null): 
   return -1;
 }
 
-function spawnErrorCode(error: NodeJS.ErrnoException): number {
+/** The shell-like exit code of a spawn error: 127 not found, 126 not executable, 1 otherwise. */
+export function spawnErrorCode(error: { code?: string | undefined }): number {
   if (error.code === 'ENOENT') return 127;
   if (error.code === 'EACCES' || error.code === 'ENOEXEC') return 126;
   return 1;
@@ -106,19 +159,13 @@ function spawnErrorCode(error: NodeJS.ErrnoException): number {
 
 export function createProcessRunner(): ProcessRunner {
   return {
+    kind: 'inprocess',
+    placesInCgroups: false,
     spawn(request) {
       let file: string;
       let args: string[];
       try {
-        if (request.shell || request.login === true) {
-          file = '/bin/sh';
-          args = request.login === true ? ['-l', '-c', request.command] : ['-c', request.command];
-        } else {
-          const argv = splitCommandLine(request.command);
-          if (argv.length === 0) throw new Error('empty command');
-          file = argv[0] as string;
-          args = argv.slice(1);
-        }
+        ({ file, args } = commandOf(request));
       } catch (error) {
         return failed(`cannot parse command: ${(error as Error).message}`, 1);
       }
@@ -198,7 +245,8 @@ export function createProcessRunner(): ProcessRunner {
   };
 }
 
-function failed(message: string, exitCode: number): SpawnedProcess {
+/** A spawn that failed before any process existed: `onExit` reports it from the event loop. */
+export function failed(message: string, exitCode: number): SpawnedProcess {
   return {
     pid: 0,
     onExit(callback) {

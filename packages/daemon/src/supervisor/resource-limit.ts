@@ -45,6 +45,12 @@ export interface ResourceLimiter {
   readonly version: string | undefined;
   /** Apply limits to a freshly spawned pid; returns the status to report for the app. */
   apply(app: string, pid: number, limit: ResourceLimit): string;
+  /**
+   * Make the app's cgroups and write their limits, before a spawn whose child writes itself into
+   * `procs` (the cgroup.procs files) before exec: svc-spawner's child path. `procs` is empty when
+   * nothing could be prepared (then `status` says why).
+   */
+  prepare(app: string, limit: ResourceLimit): { status: string; procs: string[] };
   /** Why the app's last process ended when a limit ended it (the kernel's OOM kill), else undefined. */
   exitReason(app: string): string | undefined;
   /** Remove the app's cgroups (best effort; fails harmlessly while processes remain). */
@@ -75,8 +81,10 @@ interface Layout {
   bases: string[];
   /** Create the bases (before an app's cgroups are made in them). */
   prepare(): void;
-  /** Write the limits into the app's directories (already created) and move the pid in. */
-  write(dirs: string[], pid: number, limit: ResourceLimit): void;
+  /** Write the limits into the app's directories (already created). */
+  write(dirs: string[], limit: ResourceLimit): void;
+  /** The cgroup.procs files of the app's directories (a pid written there moves into the cgroup). */
+  procs(dirs: string[]): string[];
   /** The OOM kills recorded in the app's cgroup. */
   oomKills(dirs: string[]): number;
 }
@@ -123,7 +131,8 @@ function probeV2(root: string, scope: string): Layout | string {
         mkdirSync(base, { recursive: true });
         writeFileSync(join(base, 'cgroup.subtree_control'), '+memory +cpu');
       },
-      write([dir], pid, limit) {
+      procs: ([dir]) => [join(dir as string, 'cgroup.procs')],
+      write([dir], limit) {
         const d = dir as string;
         const memory = limit.memory_mb === undefined ? undefined : Math.floor(limit.memory_mb * MIB);
         writeFileSync(join(d, 'memory.max'), memory === undefined ? 'max' : String(memory));
@@ -135,7 +144,6 @@ function probeV2(root: string, scope: string): Layout | string {
           writeFileSync(join(d, 'memory.swap.max'), swap);
         }
         writeFileSync(join(d, 'cpu.weight'), String(cpuSharesToWeight(limit.cpu_shares ?? 1024)));
-        writeFileSync(join(d, 'cgroup.procs'), String(pid));
       },
       oomKills: ([dir]) => readKey(join(dir as string, 'memory.events'), 'oom_kill'),
     };
@@ -182,7 +190,8 @@ function probeV1(root: string, scope: string): Layout | string {
     prepare() {
       for (const base of bases) mkdirSync(base, { recursive: true });
     },
-    write([memoryDir, cpuDir], pid, limit) {
+    procs: ([memoryDir, cpuDir]) => [join(memoryDir as string, 'cgroup.procs'), join(cpuDir as string, 'cgroup.procs')],
+    write([memoryDir, cpuDir], limit) {
       const m = memoryDir as string;
       const swapAccounted = existsSync(join(m, 'memory.memsw.limit_in_bytes'));
       // memory+swap must stay >= memory: lift it first, then set both.
@@ -194,8 +203,6 @@ function probeV1(root: string, scope: string): Layout | string {
       if (swapAccounted && limit.memory_virt_mb !== undefined)
         writeFileSync(join(m, 'memory.memsw.limit_in_bytes'), String(Math.floor(limit.memory_virt_mb * MIB)));
       writeFileSync(join(cpuDir as string, 'cpu.shares'), String(Math.max(2, limit.cpu_shares ?? 1024)));
-      writeFileSync(join(m, 'cgroup.procs'), String(pid));
-      writeFileSync(join(cpuDir as string, 'cgroup.procs'), String(pid));
     },
     oomKills: ([memoryDir]) => readKey(join(memoryDir as string, 'memory.oom_control'), 'oom_kill'),
   };
@@ -263,12 +270,26 @@ export function probeResourceLimiter(
       try {
         layout.prepare();
         for (const dir of dirs) mkdirSync(dir, { recursive: true });
-        layout.write(dirs, pid, limit);
+        layout.write(dirs, limit);
+        for (const procs of layout.procs(dirs)) writeFileSync(procs, String(pid));
         applied.set(app, { oomBaseline: layout.oomKills(dirs), memoryMb: limit.memory_mb });
         return 'applied';
       } catch (error) {
         logger.warn('resource limit not applied', { app, error });
         return `failed: ${(error as Error).message}`;
+      }
+    },
+    prepare(app, limit) {
+      const dirs = dirsOf(app);
+      try {
+        layout.prepare();
+        for (const dir of dirs) mkdirSync(dir, { recursive: true });
+        layout.write(dirs, limit);
+        applied.set(app, { oomBaseline: layout.oomKills(dirs), memoryMb: limit.memory_mb });
+        return { status: 'applied', procs: layout.procs(dirs) };
+      } catch (error) {
+        logger.warn('resource limit not applied', { app, error });
+        return { status: `failed: ${(error as Error).message}`, procs: [] };
       }
     },
     exitReason(app) {
@@ -310,6 +331,13 @@ function unsupported(status: string, logger: Logger): ResourceLimiter {
         logger.warn('resource_limit of app not enforced', { app, status });
       }
       return status;
+    },
+    prepare(app) {
+      if (!warned.has(app)) {
+        warned.add(app);
+        logger.warn('resource_limit of app not enforced', { app, status });
+      }
+      return { status, procs: [] };
     },
     exitReason: () => undefined,
     release(app) {

@@ -6,7 +6,7 @@
 // per-app promise chain; different apps never wait for each other.
 import { createHmac, createSecretKey, timingSafeEqual } from 'node:crypto';
 import { closeSync, mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { pid as daemonPid } from 'node:process';
 import { SvcError } from '@svc/protocol';
 import type { Logger } from '../log/logger.ts';
@@ -16,7 +16,7 @@ import { othersAccess, parseAppDefinition } from '../model/app-definition.ts';
 import type { SecretCrypter } from '../model/secret-crypter.ts';
 import { AppStore, refuseReservedName } from './app-store.ts';
 import { appView, type AppViewContext } from './app-view.ts';
-import { recoverOrphans } from './orphan-recovery.ts';
+import { recoverHeld, recoverOrphans } from './orphan-recovery.ts';
 import { createClusterApps, type ClusterApps } from './cluster-apps.ts';
 import {
   loadStartupDefinitions,
@@ -31,6 +31,8 @@ import type { Clock, LifecycleHost, RunningProcess } from './lifecycle.ts';
 import { OutputStore } from './output-store.ts';
 import { isSameProcess, readProcStat } from './proc-stats.ts';
 import { createProcessRunner } from './process-runner.ts';
+import { chooseSpawner, connectSpawner, spawnerPaths, type SpawnerMode } from './spawner/launch.ts';
+import { createSpawnerRunner, type SpawnerRunner } from './spawner/spawner-runner.ts';
 import type { ProcessRunner } from './process-runner.ts';
 import { probeResourceLimiter } from './resource-limit.ts';
 import type { ResourceLimiter } from './resource-limit.ts';
@@ -82,6 +84,13 @@ export interface SupervisorOptions {
    * change of the principal's record applies from the next start. System apps never ask.
    */
   executionUserOf?: (owner: string | undefined) => string | undefined;
+  /**
+   * SVC_SPAWNER: `native` (svc-spawner, or the start fails), `inprocess`, or `auto` (the spawner
+   * when it can be built and started, else in-process, logged). Ignored when `runner` is given.
+   */
+  spawnerMode?: SpawnerMode;
+  /** Where packages/spawner is (the install root). */
+  installRoot?: string;
   /** Test seams. */
   runner?: ProcessRunner;
   cgroupRoot?: string;
@@ -148,10 +157,29 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
   const logger = options.logger.child({ component: 'supervisor' });
   const now = options.now ?? Date.now;
   const clock = realClock(now);
-  const runner = options.runner ?? createProcessRunner();
   const workDir = options.workDir;
+  let spawnerReason: string | undefined;
+  let runner: ProcessRunner;
+  if (options.runner !== undefined) {
+    runner = options.runner;
+  } else {
+    const paths = spawnerPaths(options.installRoot ?? resolve(import.meta.dirname, '../../../..'), workDir);
+    const choice = await chooseSpawner(options.spawnerMode ?? 'auto', paths, logger);
+    spawnerReason = choice.reason;
+    runner =
+      choice.connection === undefined || choice.binary === undefined
+        ? createProcessRunner()
+        : createSpawnerRunner({
+            connection: choice.connection,
+            reconnect: () => connectSpawner(choice.binary as string, paths.runDir),
+            inProcess: createProcessRunner(),
+            // An exit is acknowledged (and forgotten by the spawner) once the snapshot records it.
+            beforeAcknowledge: () => snapshot.flush(),
+            logger,
+          });
+  }
   mkdirSync(workDir, { recursive: true, mode: 0o700 });
-  const store = new AppStore(join(workDir, 'apps'), options.crypter);
+  const store = new AppStore(join(workDir, 'apps'), options.crypter, { journal: true });
   const output = new OutputStore(join(workDir, 'stdout'), {
     ...(options.outputMaxBytes === undefined ? {} : { maxFileBytes: options.outputMaxBytes }),
     // The first kept position is durable before the bytes below it are released (TDZ-safe: the
@@ -184,6 +212,8 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
   /** Source of every app's definition (definition-sources.ts). */
   const sources = new Map<string, DefinitionSource>();
   const limitStatus = new Map<string, string>();
+  /** Apps whose process being spawned writes itself into its cgroups (prepareSpawn → started). */
+  const placedInCgroups = new Set<string>();
   const cpuSamples = new Map<string, { ticks: number; at: number; uuid: string }>();
   const listeners = new Set<(event: SupervisorEvent) => void>();
   const chains = new Map<string, Promise<unknown>>();
@@ -370,6 +400,18 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
       const fd = output.openForProcess(app.name, processUuid, app.def.stdout_backup_count);
       // The child holds its own copy of the fd once spawned; ours is closed right after.
       queueMicrotask(() => closeSync(fd));
+      // svc-spawner's child writes itself into the app's cgroups before exec (the process never
+      // runs a single instruction outside its limits); in-process, the pid is moved after spawn.
+      const limit = app.def.resource_limit;
+      placedInCgroups.delete(app.name);
+      if (limit !== undefined && runner.placesInCgroups && limiter.version !== undefined) {
+        const { status, procs } = limiter.prepare(app.name, limit);
+        limitStatus.set(app.name, status);
+        if (procs.length > 0) {
+          placedInCgroups.add(app.name);
+          return { env, outputFd: fd, user, cgroupProcs: procs };
+        }
+      }
       return { env, outputFd: fd, user };
     },
     started(app, process) {
@@ -379,7 +421,9 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
         // long polls (woken at exit) uniform.
         closeSync(output.openForProcess(app.name, process.processUuid, app.def.stdout_backup_count));
       }
-      if (app.def.resource_limit !== undefined) {
+      if (placedInCgroups.delete(app.name)) {
+        // already in its cgroups (svc-spawner's child wrote itself there before exec)
+      } else if (app.def.resource_limit !== undefined) {
         limitStatus.set(app.name, limiter.apply(app.name, process.pid, app.def.resource_limit));
       }
       let user: OsIdentity | undefined;
@@ -412,6 +456,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
     },
     exited(app, process, exitCode) {
       health.untrack(app.name);
+      placedInCgroups.delete(app.name);
       // The app's cgroups go with its process (re-created at the next start).
       if (app.def.resource_limit !== undefined && limiter.version !== undefined) limiter.release(app.name);
       cpuSamples.delete(app.name);
@@ -623,7 +668,12 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
   const contradicted = new Set<string>();
   for (const entry of previous?.processes ?? []) {
     const app = apps.get(entry.app);
-    if (app !== undefined && isSameProcess(entry.pid, entry.startTicks)) {
+    const held = app === undefined ? undefined : runner.claim?.(entry.processUuid);
+    if (app !== undefined && held !== undefined) {
+      // svc-spawner held it while no daemon ran: its exit (maybe already past) has its real code.
+      app.adoptHeld({ ...entry, adopted: false }, held);
+      logger.info('re-attached to process held by svc-spawner', { app: entry.app, pid: entry.pid });
+    } else if (app !== undefined && isSameProcess(entry.pid, entry.startTicks)) {
       const process: RunningProcess = { ...entry, adopted: true };
       app.adopt(process);
       watchAdopted(app);
@@ -651,12 +701,15 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
     now,
     logger,
   });
+  recoverHeld({ apps, previous, runner, output, now, logger });
+  runner.settle?.();
   for (const app of apps.values()) app.decide();
   // System apps are part of svc itself: a new daemon runs them anew (new code, configuration and
   // credentials re-read, e.g. a pending administrator password), so an adopted system process is
   // replaced by a deliberate stop and a fresh start. User apps are kept running.
   for (const app of apps.values()) {
-    if (!app.def.system || app.process?.adopted !== true) continue;
+    const p = app.process;
+    if (!app.def.system || p === undefined || (!p.adopted && p.reattached !== true)) continue;
     logger.info('restarting a system app adopted from the previous daemon', { app: app.name });
     void serial(app.name, async () => {
       await app.stop('replace');
@@ -852,6 +905,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
       output.close(); // first: no size-cap release may follow the snapshot's final write
       await snapshot.close();
       await store.close();
+      runner.close?.(); // the spawner keeps the processes (and their exits) for the next daemon
     },
     processKey(name) {
       const uuid = apps.get(name)?.runtime.uuids[0];
@@ -870,6 +924,15 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
       return apps.get(name)?.state;
     },
     cluster: clusterApps,
+    spawner() {
+      if (runner.kind === 'native')
+        return {
+          kind: 'native',
+          pid: (runner as SpawnerRunner).spawnerPid() || undefined,
+          reason: undefined,
+        };
+      return { kind: 'inprocess', pid: undefined, reason: spawnerReason };
+    },
   };
 
   async function startTransient(

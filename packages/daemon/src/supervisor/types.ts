@@ -93,4 +93,9 @@ export interface SupervisorApi {
   onEvent(listener: (event: SupervisorEvent) => void): () => void;
   /** Stop supervising without killing processes (daemon shutdown; processes keep running). */
   detach(): Promise<void>;
+  /**
+   * How processes are spawned: `native` (svc-spawner and its pid) or `inprocess` (Node's
+   * child_process, with the reason: SVC_SPAWNER=inprocess, or why the spawner is unavailable).
+   */
+  spawner(): { kind: 'native' | 'inprocess'; pid: number | undefined; reason: string | undefined };
 }

@@ -1,10 +1,11 @@
-// Crash safety: SIGKILL the daemon at seeded random points during (a) a stream of registrations,
+// Crash safety: SIGKILL the daemon (or its svc-spawner, or both: rounds rotate) at seeded random points during (a) a stream of registrations,
 // replacements and deletes, (b) output capture of a chatty app, (c) one-off runs; restart it on the
 // same SVC_HOME and prove that every acknowledged definition is intact, nothing unacknowledged is
 // half-written, no managed process is duplicated or orphaned, and output positions continue.
 // Seeds are printed; replay one with SVC_CRASH_SEED=<seed> (docs/reliability.md).
 import { randomUUID } from 'node:crypto';
-import { readdir } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
+import { readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -33,14 +34,50 @@ afterEach(() => {
   mark = randomUUID();
 });
 
-/** SIGKILL after a seeded random delay in [minMs, maxMs). */
-function killLater(daemon: TestDaemon, random: () => number, minMs: number, maxMs: number): Promise<void> {
-  const delay = minMs + Math.floor(random() * (maxMs - minMs));
-  return new Promise((resolve) => setTimeout(resolve, delay)).then(() => daemon.kill());
+/**
+ * What a round SIGKILLs: svcd, its svc-spawner, or both. Rounds rotate through the three when the
+ * daemon spawns through svc-spawner (work/run/spawner.pid); in-process, svcd alone.
+ */
+type Victim = 'svcd' | 'spawner' | 'both';
+
+function spawnerPid(daemon: TestDaemon): number | undefined {
+  try {
+    return Number(readFileSync(join(daemon.workDir, 'run', 'spawner.pid'), 'utf8').trim()) || undefined;
+  } catch {
+    return undefined;
+  }
 }
 
-function restart(first: TestDaemon): Promise<TestDaemon> {
-  return start({ home: first.home, issuer: first.issuer });
+function victimOf(daemon: TestDaemon, round: number): Victim {
+  if (spawnerPid(daemon) === undefined) return 'svcd';
+  return (['svcd', 'spawner', 'both'] as const)[round % 3]!;
+}
+
+/** SIGKILL the victim after a seeded random delay in [minMs, maxMs). */
+function killLater(
+  daemon: TestDaemon,
+  victim: Victim,
+  random: () => number,
+  minMs: number,
+  maxMs: number,
+): Promise<void> {
+  const delay = minMs + Math.floor(random() * (maxMs - minMs));
+  return new Promise((resolve) => setTimeout(resolve, delay)).then(async () => {
+    const spawner = spawnerPid(daemon);
+    if (victim !== 'svcd' && spawner !== undefined) {
+      try {
+        process.kill(spawner, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+    if (victim !== 'spawner') await daemon.kill();
+  });
+}
+
+/** After the kill: the same daemon when only the spawner died (svcd starts a new one), else a restart. */
+function recover(first: TestDaemon, daemon: TestDaemon, victim: Victim): Promise<TestDaemon> {
+  return victim === 'spawner' ? Promise.resolve(daemon) : start({ home: first.home, issuer: first.issuer });
 }
 
 /** Names of work/apps/<name>.yaml files (temp files excluded). */
@@ -124,7 +161,9 @@ describe('crash safety: kill -9 at random points, restart on the same home', () 
       const token = await daemon.token('admin');
       const rest = daemon.rest();
       let killed = false;
-      const kill = killLater(daemon, random, 100, 700).then(() => void (killed = true));
+      const victim = victimOf(daemon, round);
+      console.log(`[reliability] crash-safety (a) round ${round}: SIGKILL ${victim}`);
+      const kill = killLater(daemon, victim, random, 100, 700).then(() => void (killed = true));
       // One sequential writer per name group, so each name has at most one request in flight.
       const workers = names.map(async (group) => {
         while (!killed) {
@@ -162,7 +201,7 @@ describe('crash safety: kill -9 at random points, restart on the same home', () 
       });
       await Promise.all([kill, ...workers]);
 
-      daemon = await restart(first);
+      daemon = await recover(first, daemon, victim);
       const admin = await daemon.token('admin');
       for (const name of names.flat()) {
         const r = await daemon.rest().call('GET', `/svc/app/${name}`, { token: admin });
@@ -212,7 +251,9 @@ describe('crash safety: kill -9 at random points, restart on the same home', () 
       const token = await daemon.token('admin');
       const rest = daemon.rest();
       let killed = false;
-      const kill = killLater(daemon, random, 200, 900).then(() => void (killed = true));
+      const victim = victimOf(daemon, round);
+      console.log(`[reliability] crash-safety (b) round ${round}: SIGKILL ${victim}`);
+      const kill = killLater(daemon, victim, random, 200, 900).then(() => void (killed = true));
       // Read by position as a client would, until the daemon dies under the reader.
       while (!killed) {
         let r: CallResult;
@@ -231,7 +272,7 @@ describe('crash safety: kill -9 at random points, restart on the same home', () 
         seen = Buffer.concat([seen, r.body]);
       }
       await kill;
-      daemon = await restart(first);
+      daemon = await recover(first, daemon, victim);
       // Everything from position 0 again: what was read before is a prefix, byte for byte.
       const again: Buffer[] = [];
       let position = 0;
@@ -270,7 +311,9 @@ describe('crash safety: kill -9 at random points, restart on the same home', () 
       const token = await daemon.token('admin');
       const rest = daemon.rest();
       let killed = false;
-      const kill = killLater(daemon, random, 100, 700).then(() => void (killed = true));
+      const victim = victimOf(daemon, round);
+      console.log(`[reliability] crash-safety (c) round ${round}: SIGKILL ${victim}`);
+      const kill = killLater(daemon, victim, random, 100, 700).then(() => void (killed = true));
       const workers = Array.from({ length: 3 }, async () => {
         while (!killed) {
           const sync = random() < 0.4;
@@ -291,12 +334,58 @@ describe('crash safety: kill -9 at random points, restart on the same home', () 
         }
       });
       await Promise.all([kill, ...workers]);
-      daemon = await restart(first);
+      daemon = await recover(first, daemon, victim);
       const listed = new Set((await listApps(daemon)).map((a) => a.name));
       for (const name of ackedRuns)
         expect(listed, `seed ${seed} round ${round}: acknowledged run ${name}`).toContain(name);
       await expectProcessesSettled(daemon, (app) => ackedRuns.has(app.name));
     }
     expect(ackedRuns.size, 'some runs were acknowledged').toBeGreaterThan(0);
+  });
+
+  it('(d) the write-ahead log: acknowledged definitions whose files never reached the disk are replayed', async () => {
+    // An acknowledgement waits for the definition's record in work/apps/.journal only; its YAML
+    // file is made durable just after. A power loss at that moment is simulated here: kill -9
+    // right after the answers, then every file written since is truncated or removed (what the
+    // disk could hold if its data and the renames had not reached it), and a deleted app's file
+    // put back. The restarted daemon must show exactly the acknowledged state, processes adopted.
+    const first = await start();
+    const token = await first.token('admin');
+    const rest = first.rest();
+    const names = Array.from({ length: 6 }, (_, i) => `wal-${i}`);
+    const acked = new Map<string, Record<string, unknown>>();
+    await Promise.all(
+      names.map(async (name, i) => {
+        const body = {
+          command: i % 2 === 0 ? 'sleep 600' : 'true',
+          status: i % 2 === 0 ? 1 : 0,
+          description: `wal ${i}`,
+          env: { [MARK_VARIABLE]: mark, VERSION: String(i) },
+        };
+        const r = ok<AppView>(await rest.call('PUT', `/svc/app/${name}`, { token, body }), `PUT ${name}`);
+        acked.set(name, definitionPart(r));
+      }),
+    );
+    const deleted = 'wal-5';
+    ok(await rest.call('DELETE', `/svc/app/${deleted}`, { token }), `DELETE ${deleted}`);
+    acked.delete(deleted);
+    await first.kill();
+    const apps = join(first.workDir, 'apps');
+    await writeFile(join(apps, 'wal-0.yaml'), '');
+    await writeFile(join(apps, 'wal-1.yaml'), Buffer.alloc(64));
+    await rm(join(apps, 'wal-2.yaml'));
+    await writeFile(join(apps, `${deleted}.yaml`), `name: ${deleted}\ncommand: "true"\nenabled: false\n`);
+
+    const daemon = await start({ home: first.home, issuer: first.issuer });
+    const admin = await daemon.token('admin');
+    for (const name of names) {
+      const r = await daemon.rest().call('GET', `/svc/app/${name}`, { token: admin });
+      if (name === deleted) expect(r.status, `${name} stays deleted`).toBe(404);
+      else {
+        expect(r.status, `${name}: ${r.text()}`).toBe(200);
+        expect(definitionPart(r.json<AppView>()), name).toEqual(acked.get(name));
+      }
+    }
+    await expectProcessesSettled(daemon, (app) => app.name.startsWith('wal-') && app.status === 1);
   });
 });

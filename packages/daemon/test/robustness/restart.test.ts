@@ -186,7 +186,11 @@ function definitionOf(app: AppView): Record<string, unknown> {
 
 describe('a reused pid is never adopted', () => {
   it('starts the app afresh when the recorded start time does not match, and leaves that process alone', async () => {
-    const first = await start();
+    // The snapshot's start-time rule is what re-attaches processes no svc-spawner holds (in-process
+    // spawns, or after the spawner died): with the spawner holding the process, its pid cannot have
+    // been reused and the spawner's record wins (test/supervisor/supervisor.test.ts).
+    const inProcess = { SVC_SPAWNER: 'inprocess' };
+    const first = await start({ env: inProcess });
     ok(
       await first.rest().call('PUT', '/svc/app/victim', {
         token: await first.token('admin'),
@@ -213,7 +217,7 @@ describe('a reused pid is never adopted', () => {
     entry!.startTicks += 1;
     await writeFile(file, JSON.stringify(snapshot), { mode: 0o600 });
 
-    const second = await start({ home: first.home, issuer: first.issuer });
+    const second = await start({ home: first.home, issuer: first.issuer, env: inProcess });
     const after = await waitRunning(second, 'victim');
     expect(after.pid).not.toBe(oldPid);
     expect(after.process_uuid).not.toBe(before.process_uuid);

@@ -25,6 +25,10 @@ export interface Fixture {
 
 export const crypter = createSecretCrypter(Buffer.alloc(32, 7));
 
+function spawnerModeOf(value: string | undefined): 'native' | 'inprocess' | 'auto' {
+  return value === 'native' || value === 'inprocess' ? value : 'auto';
+}
+
 export async function fixture(extra: Partial<SupervisorOptions> = {}): Promise<Fixture> {
   const dir = mkdtempSync(join(tmpdir(), 'svc-sup-'));
   const events: SupervisorEvent[] = [];
@@ -42,6 +46,8 @@ export async function fixture(extra: Partial<SupervisorOptions> = {}): Promise<F
       processKeySecret: secret,
       stopGraceMs: 1000,
       healthIntervalMs: 100,
+      // SVC_SPAWNER=inprocess runs a suite on the fallback path (the *-inprocess.test.ts files).
+      spawnerMode: spawnerModeOf(process.env['SVC_SPAWNER']),
       ...extra,
       ...more,
     });

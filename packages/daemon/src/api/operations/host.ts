@@ -99,6 +99,7 @@ export const hostOperations: Operation<Services>[] = [
         }
       }
       const cpuList = cpus();
+      const spawner = context.services.supervisor.spawner();
       return json({
         host_name: context.services.config.hostName,
         cpu_cores: cpuList.length,
@@ -108,6 +109,11 @@ export const hostOperations: Operation<Services>[] = [
         load_average: loadavg(),
         uptime_seconds: Math.round(uptime()),
         disks,
+        process_spawner: {
+          kind: spawner.kind,
+          ...(spawner.pid === undefined ? {} : { pid: spawner.pid }),
+          ...(spawner.reason === undefined ? {} : { reason: spawner.reason }),
+        },
       });
     },
   }),
