@@ -8,6 +8,7 @@
 // build's start time, read by bundle.js) likewise, so concurrent builds and readers never see a
 // partial file.
 import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { isBuiltin } from 'node:module';
 import { join, relative } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import process from 'node:process';
@@ -21,6 +22,46 @@ const EXTRA_INPUTS = [
   'package-lock.json',
   'node_modules/.package-lock.json',
 ];
+
+/**
+ * Node's builtin modules reached through `require` instead of an ES import. An ES import of a
+ * builtin builds its module namespace, which reads every export, and that runs the lazy getters:
+ * `import … from 'node:http'` alone loads undici (http's WebSocket/MessageEvent getters), http2,
+ * zlib and worker_threads — 37 more builtin modules, ~2 MiB of heap and ~9 MiB resident in a bare
+ * Node (docs/decisions.md "svcd runs as one bundle; memory"). esbuild's CommonJS interop reads an
+ * export only where the code uses it.
+ */
+const builtinsAsRequire = {
+  name: 'builtins-as-require',
+  setup(build) {
+    build.onResolve({ filter: /^[a-z0-9_:/]+$/ }, (args) =>
+      (args.kind === 'import-statement' || args.kind === 'dynamic-import') && isBuiltin(args.path)
+        ? { path: args.path, namespace: 'node-builtin' }
+        : undefined,
+    );
+    build.onLoad({ filter: /.*/, namespace: 'node-builtin' }, (args) => ({
+      contents: `module.exports = require(${JSON.stringify(args.path)});`,
+      loader: 'js',
+    }));
+  },
+};
+
+/**
+ * Refuses a bundle that imports anything statically: esbuild hoists a static import of an external
+ * module (etcd3) to the bundle's first line, whatever module it came from, so one `import { Etcd3 }`
+ * in cluster code loaded etcd3, gRPC and protobufjs into every stand-alone svcd (~14 MiB resident).
+ * External modules are reached with `await import()` where they are used.
+ */
+function checkNoStaticImports(metafile) {
+  for (const [output, { imports }] of Object.entries(metafile.outputs)) {
+    const hoisted = imports.filter((entry) => entry.external && entry.kind === 'import-statement');
+    if (hoisted.length > 0)
+      throw new Error(
+        `${output} imports ${hoisted.map((entry) => entry.path).join(', ')} statically; ` +
+          'import external modules with `await import()` where they are used (build/build.js)',
+      );
+  }
+}
 
 export async function build() {
   // Margin for file systems whose timestamps lag the wall clock (coarse kernel clock): an edit made
@@ -53,10 +94,12 @@ export async function build() {
     // etcd3 (cluster mode, imported on demand) loads its gRPC protocol file from its own directory
     // at run time: it stays a package resolved from node_modules, not bundled.
     external: ['etcd3'],
+    plugins: [builtinsAsRequire],
     // config.ts: INSTALL_ROOT is this path from the bundle's directory (packages/daemon/dist; both
     // bundles are written there).
     define: { SVC_INSTALL_ROOT_FROM_MODULE: JSON.stringify(relative(DIST_DIR, REPO_ROOT)) },
   });
+  checkNoStaticImports(result.metafile);
   const inputs = Object.keys(result.metafile.inputs).filter((input) => !input.includes('node_modules/'));
   inputs.push(...EXTRA_INPUTS.filter((input) => existsSync(join(REPO_ROOT, input))));
   renameSync(join(tempDir, 'svc-agent.mjs'), AGENT_BUNDLE);

@@ -1,0 +1,25 @@
+// Loaded into svcd by bench/memory-breakdown.ts (NODE_OPTIONS=--import=<this file>): on SIGUSR2 it
+// writes the process's own view of its memory (V8 heap spaces, code statistics, loaded builtin
+// modules, active handles) as JSON to MEMORY_PROBE_OUT, after a full GC when one is exposed, then a
+// heap snapshot to `<out>.heapsnapshot` when `<out>.snapshot-wanted` exists, then an empty `<out>.done`.
+// Plain JavaScript: it runs inside the bundle's process, which has no type stripper.
+import { existsSync, writeFileSync } from 'node:fs';
+import process from 'node:process';
+import v8 from 'node:v8';
+
+process.on('SIGUSR2', () => {
+  const out = process.env['MEMORY_PROBE_OUT'];
+  if (out === undefined) return;
+  if (typeof globalThis.gc === 'function') globalThis.gc();
+  const report = {
+    memoryUsage: process.memoryUsage(),
+    heap: v8.getHeapStatistics(),
+    spaces: v8.getHeapSpaceStatistics(),
+    code: v8.getHeapCodeStatistics(),
+    builtinModules: process.moduleLoadList.filter((m) => m.startsWith('NativeModule ')).map((m) => m.slice(13)),
+    handles: process.getActiveResourcesInfo(),
+  };
+  writeFileSync(out, JSON.stringify(report));
+  if (existsSync(`${out}.snapshot-wanted`)) v8.writeHeapSnapshot(`${out}.heapsnapshot`);
+  writeFileSync(`${out}.done`, '');
+});
