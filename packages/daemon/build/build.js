@@ -8,11 +8,13 @@
 // build's start time, read by bundle.js) likewise, so concurrent builds and readers never see a
 // partial file.
 import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { isBuiltin } from 'node:module';
+import { createRequire, isBuiltin } from 'node:module';
 import { join, relative } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import process from 'node:process';
 import { AGENT_BUNDLE, BUNDLE, DIST_DIR, META, REPO_ROOT } from './bundle.js';
+
+const requireBuiltin = createRequire(import.meta.url);
 
 /** Inputs outside the module graph that change what the build produces. */
 const EXTRA_INPUTS = [
@@ -28,8 +30,10 @@ const EXTRA_INPUTS = [
  * builtin builds its module namespace, which reads every export, and that runs the lazy getters:
  * `import … from 'node:http'` alone loads undici (http's WebSocket/MessageEvent getters), http2,
  * zlib and worker_threads — 37 more builtin modules, ~2 MiB of heap and ~9 MiB resident in a bare
- * Node (docs/decisions.md "svcd runs as one bundle; memory"). esbuild's CommonJS interop reads an
- * export only where the code uses it.
+ * Node (docs/decisions.md "svcd runs as one bundle; memory"). Each builtin becomes one module of the
+ * bundle whose exports are constants read once at start, as pure calls so that esbuild drops the
+ * ones nothing imports (an accessor nothing uses is never read). Not esbuild's CommonJS interop:
+ * that copies every export as a getter closure, once per importing file (~30 000 closures here).
  */
 const builtinsAsRequire = {
   name: 'builtins-as-require',
@@ -39,10 +43,17 @@ const builtinsAsRequire = {
         ? { path: args.path, namespace: 'node-builtin' }
         : undefined,
     );
-    build.onLoad({ filter: /.*/, namespace: 'node-builtin' }, (args) => ({
-      contents: `module.exports = require(${JSON.stringify(args.path)});`,
-      loader: 'js',
-    }));
+    build.onLoad({ filter: /.*/, namespace: 'node-builtin' }, (args) => {
+      const lines = [
+        `const m = require(${JSON.stringify(args.path)});`,
+        'const __svcGet = (key) => m[key];',
+        'export default m;',
+      ];
+      for (const key of Object.keys(Object.getOwnPropertyDescriptors(requireBuiltin(args.path))))
+        if (/^[A-Za-z_$][\w$]*$/.test(key) && key !== 'default' && key !== 'm' && key !== '__svcGet')
+          lines.push(`export const ${key} = /* @__PURE__ */ __svcGet(${JSON.stringify(key)});`);
+      return { contents: lines.join('\n'), loader: 'js' };
+    });
   },
 };
 
