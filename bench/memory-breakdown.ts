@@ -8,15 +8,16 @@
 //   - with --snapshot, a heap snapshot summarised by node type and the largest constructors.
 // With AB_BASE=<checkout of another revision> (see bench/README.md, ab.ts) both builds run side by
 // side and every figure is printed for A (the base) and B (this checkout), ROUNDS times alternated.
-//   npx node bench/memory-breakdown.ts [--apps 200] [--snapshot] [--rounds 3]
+//   npx node bench/memory-breakdown.ts [--apps 200] [--snapshot] [--rounds 3] [--v8-flags=--max-opt=2]
 //   AB_BASE=/tmp/ab-base npx node bench/memory-breakdown.ts --apps 200
-//   npx node bench/memory-breakdown.ts --system agent   # svc-agent's RSS after 20 proxied requests
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+//   npx node bench/memory-breakdown.ts --system agent      # svc-agent's RSS after 20 proxied requests
+//   npx node bench/memory-breakdown.ts --system identity   # svc-identity's and svc-auth-admin's RSS
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { startTestDaemon, type TestDaemon } from '@svc/testkit';
+import { BUILTIN_MODE_ENV, startTestDaemon, type TestDaemon } from '@svc/testkit';
 import { keepAliveRest, ok, type KeepAliveRest } from './lib/rest.ts';
 import { rssKiB, sleep } from './lib/util.ts';
 
@@ -26,6 +27,8 @@ const { values: args } = parseArgs({
     rounds: { type: 'string', default: '1' },
     snapshot: { type: 'boolean', default: false },
     system: { type: 'string' },
+    /** V8 flags for svcd, set by the probe before the bundle loads, e.g. --v8-flags=--max-opt=2 */
+    'v8-flags': { type: 'string', default: '' },
   },
 });
 const APPS = Number(args.apps);
@@ -34,13 +37,13 @@ const PROBE = join(import.meta.dirname, 'lib/memory-probe.js');
 const dir = await mkdtemp(join(tmpdir(), 'svc-mem-'));
 
 type Start = typeof startTestDaemon;
-const builds: { label: string; start: Start }[] = [];
+const builds: { label: string; start: Start; root: string }[] = [];
 if (process.env['AB_BASE'] !== undefined) {
   const base = process.env['AB_BASE'];
   const mod = (await import(join(base, 'packages/testkit/src/index.ts'))) as { startTestDaemon: Start };
-  builds.push({ label: 'A', start: mod.startTestDaemon });
+  builds.push({ label: 'A', start: mod.startTestDaemon, root: base });
 }
-builds.push({ label: builds.length === 0 ? 'svcd' : 'B', start: startTestDaemon });
+builds.push({ label: builds.length === 0 ? 'svcd' : 'B', start: startTestDaemon, root: join(import.meta.dirname, '..') });
 
 interface Mapping {
   rss: number;
@@ -191,6 +194,7 @@ async function measureDaemon(label: string, start: Start, round: number): Promis
   const daemon: TestDaemon = await start({
     env: {
       NODE_OPTIONS: `--import=${PROBE} --expose-gc`,
+      MEMORY_PROBE_V8_FLAGS: args['v8-flags'],
       MEMORY_PROBE_OUT: join(dir, `${tag}.json`),
     },
   });
@@ -220,9 +224,71 @@ async function measureDaemon(label: string, start: Start, round: number): Promis
   return lines;
 }
 
+function smapsLine(label: string, pid: number, rss: number): string {
+  return (
+    `${label}: VmRSS ${KiBtoMiB(rss)} MiB; ` +
+    Object.entries(smapsGroups(pid))
+      .filter(([, m]) => m.rss >= 100)
+      .sort((a, b) => b[1].rss - a[1].rss)
+      .map(([name, m]) => `${name} ${KiBtoMiB(m.rss)}`)
+      .join('; ')
+  );
+}
+
+/** Pids of processes whose command line contains `needle` and whose environment has SVC_HOME=home. */
+function pidsOf(needle: string, home: string): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
+      if (!cmdline.includes(needle)) continue;
+      if (readFileSync(`/proc/${entry}/environ`, 'utf8').split('\0').includes(`SVC_HOME=${home}`))
+        pids.push(Number(entry));
+    } catch {
+      // gone, or not ours to read
+    }
+  }
+  return pids;
+}
+
+/**
+ * svc-identity and svc-auth-admin (builtin mode, the system apps of `root`'s apps/ directory): RSS
+ * once both have written their ports, plus 10 s.
+ */
+async function measureIdentity(label: string, start: Start, root: string): Promise<string[]> {
+  const daemon = await start({
+    env: { ...BUILTIN_MODE_ENV, SVC_AUTH_ADMIN_LISTEN: '127.0.0.1:0' },
+    files: {
+      'apps/identity.yaml': readFileSync(join(root, 'apps/identity.yaml'), 'utf8'),
+      'apps/authadmin.yaml': readFileSync(join(root, 'apps/authadmin.yaml'), 'utf8'),
+    },
+  });
+  try {
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      const ports = await daemon.ports();
+      if (ports['issuer'] !== undefined && ports['admin_ui'] !== undefined) break;
+      if (Date.now() > deadline) throw new Error(`${label}: identity ports never appeared: ${JSON.stringify(ports)}`);
+      await sleep(200);
+    }
+    await sleep(10_000);
+    const lines: string[] = [];
+    for (const [app, needle] of [
+      ['identity', 'svc-identity'],
+      ['authadmin', 'svc-auth-admin'],
+    ] as const)
+      for (const pid of pidsOf(needle, daemon.home)) lines.push(smapsLine(`${label} ${app}`, pid, await settledRss(pid)));
+    return lines;
+  } finally {
+    await daemon.close();
+  }
+}
+
 /** A system application's RSS (svc-agent) after 20 requests through it. */
-async function measureSystemApp(label: string, start: Start, app: string): Promise<string[]> {
-  if (app !== 'agent') throw new Error('--system: only "agent" runs under the testkit');
+async function measureSystemApp(label: string, start: Start, app: string, root: string): Promise<string[]> {
+  if (app === 'identity') return measureIdentity(label, start, root);
+  if (app !== 'agent') throw new Error('--system: "agent" or "identity" (with svc-auth-admin)');
   const daemon = await start({ agent: true });
   try {
     const { agentUrl } = await daemon.agent();
@@ -230,16 +296,7 @@ async function measureSystemApp(label: string, start: Start, app: string): Promi
     for (let i = 0; i < 20; i++) ok(await rest.call('GET', '/svc/app/agent'), 'GET through the agent');
     const view = ok(await rest.call('GET', '/svc/app/agent'), 'GET').json<{ pid: number }>();
     rest.close();
-    const rss = await settledRss(view.pid);
-    const groups = smapsGroups(view.pid);
-    return [
-      `${label} ${app}: VmRSS ${KiBtoMiB(rss)} MiB; ` +
-        Object.entries(groups)
-          .filter(([, m]) => m.rss >= 100)
-          .sort((a, b) => b[1].rss - a[1].rss)
-          .map(([name, m]) => `${name} ${KiBtoMiB(m.rss)}`)
-          .join('; '),
-    ];
+    return [smapsLine(`${label} ${app}`, view.pid, await settledRss(view.pid))];
   } finally {
     await daemon.close();
   }
@@ -247,9 +304,11 @@ async function measureSystemApp(label: string, start: Start, app: string): Promi
 
 try {
   for (let round = 0; round < ROUNDS; round++)
-    for (const { label, start } of builds) {
+    for (const { label, start, root } of builds) {
       const lines =
-        args.system === undefined ? await measureDaemon(label, start, round) : await measureSystemApp(label, start, args.system);
+        args.system === undefined
+          ? await measureDaemon(label, start, round)
+          : await measureSystemApp(label, start, args.system, root);
       process.stdout.write(lines.join('\n') + '\n');
     }
 } finally {

@@ -7,6 +7,10 @@ import { existsSync, writeFileSync } from 'node:fs';
 import process from 'node:process';
 import v8 from 'node:v8';
 
+// V8 flags to try (bench/memory-breakdown.ts --v8-flags), set before the bundle is loaded: Node
+// refuses most V8 flags in NODE_OPTIONS.
+if (process.env['MEMORY_PROBE_V8_FLAGS']) v8.setFlagsFromString(process.env['MEMORY_PROBE_V8_FLAGS']);
+
 process.on('SIGUSR2', () => {
   const out = process.env['MEMORY_PROBE_OUT'];
   if (out === undefined) return;

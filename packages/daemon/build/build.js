@@ -1,8 +1,9 @@
-// Builds svcd into one ES module, packages/daemon/dist/svcd.mjs, and svc-agent (a system application
-// svcd starts) into packages/daemon/dist/svc-agent.mjs, with esbuild in one run: the TypeScript
-// sources stay the source of truth, nothing generated is committed. One build and one metadata file
-// for both, so that the launcher's freshness check covers the agent that svcd is about to start. Run by bundle.js when the
-// bundle is stale (`node packages/daemon/build/build.js`), and by the tests' global setup.
+// Builds svcd into one ES module, packages/daemon/dist/svcd.mjs, and the system applications svcd
+// starts — svc-agent, svc-identity, svc-auth-admin — into packages/daemon/dist/<name>.mjs, with
+// esbuild: the TypeScript sources stay the source of truth, nothing generated is committed. One
+// build and one metadata file for all, so that the launcher's freshness check covers the programs
+// svcd is about to start. Run by bundle.js when a bundle is stale
+// (`node packages/daemon/build/build.js`), and by the tests' global setup.
 //
 // The bundle is written to a temp file and renamed into place, then its metadata (inputs and the
 // build's start time, read by bundle.js) likewise, so concurrent builds and readers never see a
@@ -12,7 +13,7 @@ import { createRequire, isBuiltin } from 'node:module';
 import { join, relative } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import process from 'node:process';
-import { AGENT_BUNDLE, BUNDLE, DIST_DIR, META, REPO_ROOT } from './bundle.js';
+import { BUNDLES, DIST_DIR, META, REPO_ROOT } from './bundle.js';
 
 const requireBuiltin = createRequire(import.meta.url);
 
@@ -21,6 +22,8 @@ const EXTRA_INPUTS = [
   'packages/daemon/build/build.js',
   'packages/daemon/package.json',
   'packages/agent/package.json',
+  'packages/identity/package.json',
+  'packages/identity/src/admin/admin.proto',
   'package-lock.json',
   'node_modules/.package-lock.json',
 ];
@@ -81,9 +84,8 @@ export async function build() {
   const esbuild = await import('esbuild');
   mkdirSync(DIST_DIR, { recursive: true });
   const tempDir = join(DIST_DIR, `.tmp-${process.pid}`);
-  const result = await esbuild.build({
+  const options = {
     absWorkingDir: REPO_ROOT,
-    entryPoints: { svcd: 'packages/daemon/bin/svcd.ts', 'svc-agent': 'packages/agent/bin/svc-agent.ts' },
     outdir: tempDir,
     outExtension: { '.js': '.mjs' },
     bundle: true,
@@ -103,23 +105,35 @@ export async function build() {
       js: "import { createRequire as __svcCreateRequire } from 'node:module';\nconst require = __svcCreateRequire(import.meta.url);",
     },
     // etcd3 (cluster mode, imported on demand) loads its gRPC protocol file from its own directory
-    // at run time: it stays a package resolved from node_modules, not bundled.
+    // at run time: it stays a package resolved from node_modules, not bundled. (svc-identity's
+    // admin.proto is read from the installation root, grpc-proto.ts.)
     external: ['etcd3'],
     plugins: [builtinsAsRequire],
-    // config.ts: INSTALL_ROOT is this path from the bundle's directory (packages/daemon/dist; both
-    // bundles are written there).
+    // config.ts, identity's install-root.ts: INSTALL_ROOT is this path from the bundle's directory
+    // (packages/daemon/dist; every bundle is written there).
     define: { SVC_INSTALL_ROOT_FROM_MODULE: JSON.stringify(relative(DIST_DIR, REPO_ROOT)) },
-  });
-  checkNoStaticImports(result.metafile);
-  const inputs = Object.keys(result.metafile.inputs).filter((input) => !input.includes('node_modules/'));
+  };
+  const entries = (names) => Object.fromEntries(names.map((name) => [name, BUNDLES[name].entry]));
+  const results = await Promise.all([
+    esbuild.build({ ...options, entryPoints: entries(['svcd', 'svc-agent']) }),
+    // Function and class names as in the sources, whatever esbuild renames to avoid collisions
+    // between modules: oidc-provider finds each token's lifetime by its class's name
+    // (`ttl[this.name]`), and a renamed AccessToken2 issued tokens without `exp`. (Not for svcd:
+    // +5% code, and nothing there depends on a name.)
+    esbuild.build({ ...options, entryPoints: entries(['svc-identity', 'svc-auth-admin']), keepNames: true }),
+  ]);
+  for (const { metafile } of results) checkNoStaticImports(metafile);
+  const inputs = [...new Set(results.flatMap(({ metafile }) => Object.keys(metafile.inputs)))].filter(
+    (input) => !input.includes('node_modules/'),
+  );
   inputs.push(...EXTRA_INPUTS.filter((input) => existsSync(join(REPO_ROOT, input))));
-  renameSync(join(tempDir, 'svc-agent.mjs'), AGENT_BUNDLE);
-  renameSync(join(tempDir, 'svcd.mjs'), BUNDLE);
+  // svcd's last: a launcher that sees the new svcd bundle also finds the programs it starts.
+  for (const name of Object.keys(BUNDLES).reverse()) renameSync(join(tempDir, `${name}.mjs`), BUNDLES[name].file);
   rmSync(tempDir, { recursive: true, force: true });
   const metaTemp = join(DIST_DIR, `.tmp-${process.pid}-svcd.meta.json`);
   writeFileSync(metaTemp, JSON.stringify({ startedAt, inputs }, null, 1) + '\n');
   renameSync(metaTemp, META);
-  return BUNDLE;
+  return BUNDLES.svcd.file;
 }
 
 if (import.meta.filename === process.argv[1]) {
@@ -127,7 +141,7 @@ if (import.meta.filename === process.argv[1]) {
   const began = performance.now();
   await build();
   process.stderr.write(
-    `svcd: built ${relative(REPO_ROOT, BUNDLE)} in ${Math.round(performance.now() - began)} ms` +
+    `svcd: built ${Object.values(BUNDLES).map(({ file }) => relative(REPO_ROOT, file)).join(', ')} in ${Math.round(performance.now() - began)} ms` +
       (reason === undefined ? '' : ` (${reason})`) +
       '\n',
   );

@@ -13,18 +13,24 @@ import process from 'node:process';
 /** The repository root (packages/daemon/build → three levels up). */
 export const REPO_ROOT = resolve(import.meta.dirname, '../../..');
 export const DIST_DIR = resolve(import.meta.dirname, '../dist');
-export const BUNDLE = join(DIST_DIR, 'svcd.mjs');
 export const META = join(DIST_DIR, 'svcd.meta.json');
-/** svc-agent's bundle, built in the same run (build.js) and covered by the same metadata. */
-export const AGENT_BUNDLE = join(DIST_DIR, 'svc-agent.mjs');
+/** Every bundle, built in one run (build.js) and covered by the same metadata: name → entry, file. */
+export const BUNDLES = {
+  svcd: { entry: 'packages/daemon/bin/svcd.ts', file: join(DIST_DIR, 'svcd.mjs') },
+  'svc-agent': { entry: 'packages/agent/bin/svc-agent.ts', file: join(DIST_DIR, 'svc-agent.mjs') },
+  'svc-identity': { entry: 'packages/identity/bin/svc-identity.ts', file: join(DIST_DIR, 'svc-identity.mjs') },
+  'svc-auth-admin': { entry: 'packages/identity/bin/svc-auth-admin.ts', file: join(DIST_DIR, 'svc-auth-admin.mjs') },
+};
+export const BUNDLE = BUNDLES.svcd.file;
+/** svc-agent's bundle (bin/svc-agent.js). */
+export const AGENT_BUNDLE = BUNDLES['svc-agent'].file;
 
 /** Why the bundle must be rebuilt, or undefined when it is current. */
 export function staleReason() {
   let meta;
   try {
     meta = JSON.parse(readFileSync(META, 'utf8'));
-    statSync(BUNDLE);
-    statSync(AGENT_BUNDLE);
+    for (const { file } of Object.values(BUNDLES)) statSync(file);
   } catch {
     return 'no bundle yet';
   }
