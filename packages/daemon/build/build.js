@@ -123,8 +123,9 @@ export async function build() {
     esbuild.build({ ...options, entryPoints: entries(['svc-identity', 'svc-auth-admin']), keepNames: true }),
   ]);
   for (const { metafile } of results) checkNoStaticImports(metafile);
+  // Files only: not dependencies, not the plugin's virtual modules (`node-builtin:node:fs`).
   const inputs = [...new Set(results.flatMap(({ metafile }) => Object.keys(metafile.inputs)))].filter(
-    (input) => !input.includes('node_modules/'),
+    (input) => !input.includes('node_modules/') && !input.startsWith('node-builtin:'),
   );
   inputs.push(...EXTRA_INPUTS.filter((input) => existsSync(join(REPO_ROOT, input))));
   // svcd's last: a launcher that sees the new svcd bundle also finds the programs it starts.
