@@ -29,6 +29,8 @@ const { values: args } = parseArgs({
     system: { type: 'string' },
     /** V8 flags for svcd, set by the probe before the bundle loads, e.g. --v8-flags=--max-opt=2 */
     'v8-flags': { type: 'string', default: '' },
+    /** More environment for svcd, KEY=VALUE, repeatable (e.g. glibc's MALLOC_* tunables). */
+    env: { type: 'string', multiple: true, default: [] },
   },
 });
 const APPS = Number(args.apps);
@@ -195,6 +197,7 @@ async function measureDaemon(label: string, start: Start, round: number): Promis
     env: {
       NODE_OPTIONS: `--import=${PROBE} --expose-gc`,
       MEMORY_PROBE_V8_FLAGS: args['v8-flags'],
+      ...Object.fromEntries(args.env.map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)])),
       MEMORY_PROBE_OUT: join(dir, `${tag}.json`),
     },
   });

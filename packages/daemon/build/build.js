@@ -61,6 +61,22 @@ const builtinsAsRequire = {
 };
 
 /**
+ * The agent's `import('@svc/mcp')` loads the bundle `svc-agent-mcp.mjs` beside it: the MCP SDK and
+ * its dependencies (~0.5 MB of source, which V8 keeps on the heap once loaded) are read on the
+ * first request to /mcp, not by every agent. One more bundle rather than esbuild's code splitting:
+ * splitting put svcd and the agent into ~25 modules, and loading those paged in ~5 MiB more of the
+ * node binary than the chunks saved (measured, docs/decisions.md "svcd runs as one bundle").
+ */
+const agentMcpApart = {
+  name: 'agent-mcp-apart',
+  setup(build) {
+    build.onResolve({ filter: /^@svc\/mcp$/ }, (args) =>
+      args.kind === 'dynamic-import' ? { path: './svc-agent-mcp.mjs', external: true } : undefined,
+    );
+  },
+};
+
+/**
  * Refuses a bundle that imports anything statically: esbuild hoists a static import of an external
  * module (etcd3) to the bundle's first line, whatever module it came from, so one `import { Etcd3 }`
  * in cluster code loaded etcd3, gRPC and protobufjs into every stand-alone svcd (~14 MiB resident).
@@ -115,7 +131,11 @@ export async function build() {
   };
   const entries = (names) => Object.fromEntries(names.map((name) => [name, BUNDLES[name].entry]));
   const results = await Promise.all([
-    esbuild.build({ ...options, entryPoints: entries(['svcd', 'svc-agent']) }),
+    esbuild.build({
+      ...options,
+      entryPoints: entries(['svcd', 'svc-agent', 'svc-agent-mcp']),
+      plugins: [...options.plugins, agentMcpApart],
+    }),
     // Function and class names as in the sources, whatever esbuild renames to avoid collisions
     // between modules: oidc-provider finds each token's lifetime by its class's name
     // (`ttl[this.name]`), and a renamed AccessToken2 issued tokens without `exp`. (Not for svcd:

@@ -18,6 +18,8 @@ export const META = join(DIST_DIR, 'svcd.meta.json');
 export const BUNDLES = {
   svcd: { entry: 'packages/daemon/bin/svcd.ts', file: join(DIST_DIR, 'svcd.mjs') },
   'svc-agent': { entry: 'packages/agent/bin/svc-agent.ts', file: join(DIST_DIR, 'svc-agent.mjs') },
+  // The agent's /mcp (the MCP SDK), imported by svc-agent.mjs on the first request to /mcp.
+  'svc-agent-mcp': { entry: 'packages/mcp/src/index.ts', file: join(DIST_DIR, 'svc-agent-mcp.mjs') },
   'svc-identity': { entry: 'packages/identity/bin/svc-identity.ts', file: join(DIST_DIR, 'svc-identity.mjs') },
   'svc-auth-admin': { entry: 'packages/identity/bin/svc-auth-admin.ts', file: join(DIST_DIR, 'svc-auth-admin.mjs') },
 };

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 
 const BUILD_DIR = resolve(import.meta.dirname, '../../build');
 const DIST_DIR = resolve(import.meta.dirname, '../../dist');
-const BUNDLES = ['svcd', 'svc-agent', 'svc-identity', 'svc-auth-admin'];
+const BUNDLES = ['svcd', 'svc-agent', 'svc-agent-mcp', 'svc-identity', 'svc-auth-admin'];
 
 /** bundle.js's verdict, in a plain Node (it is the launchers' code, not TypeScript). */
 function staleReason(): string {
