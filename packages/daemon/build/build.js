@@ -64,8 +64,8 @@ const builtinsAsRequire = {
  * The agent's `import('@svc/mcp')` loads the bundle `svc-agent-mcp.mjs` beside it: the MCP SDK and
  * its dependencies (~0.5 MB of source, which V8 keeps on the heap once loaded) are read on the
  * first request to /mcp, not by every agent. One more bundle rather than esbuild's code splitting:
- * splitting put svcd and the agent into ~25 modules, and loading those paged in ~5 MiB more of the
- * node binary than the chunks saved (measured, docs/decisions.md "svcd runs as one bundle").
+ * split into ~25 modules, svcd held 2 MiB more heap at start (docs/decisions.md "svcd runs as one
+ * bundle").
  */
 const agentMcpApart = {
   name: 'agent-mcp-apart',
