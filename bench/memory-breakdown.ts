@@ -45,7 +45,11 @@ if (process.env['AB_BASE'] !== undefined) {
   const mod = (await import(join(base, 'packages/testkit/src/index.ts'))) as { startTestDaemon: Start };
   builds.push({ label: 'A', start: mod.startTestDaemon, root: base });
 }
-builds.push({ label: builds.length === 0 ? 'svcd' : 'B', start: startTestDaemon, root: join(import.meta.dirname, '..') });
+builds.push({
+  label: builds.length === 0 ? 'svcd' : 'B',
+  start: startTestDaemon,
+  root: join(import.meta.dirname, '..'),
+});
 
 interface Mapping {
   rss: number;
@@ -87,13 +91,21 @@ function smapsGroups(pid: number): Record<string, Mapping> {
 interface ProbeReport {
   memoryUsage: NodeJS.MemoryUsage;
   spaces: { space_name: string; space_size: number; space_used_size: number }[];
-  code: { bytecode_and_metadata_size: number; external_script_source_size: number; code_and_metadata_size: number };
+  code: {
+    bytecode_and_metadata_size: number;
+    external_script_source_size: number;
+    code_and_metadata_size: number;
+  };
   builtinModules: string[];
   handles: string[];
 }
 
 /** The probe's report (it writes to the file named by the daemon's MEMORY_PROBE_OUT, `<tag>.json`). */
-async function probe(pid: number, tag: string, snapshot: boolean): Promise<{ report: ProbeReport; snapshot?: string }> {
+async function probe(
+  pid: number,
+  tag: string,
+  snapshot: boolean,
+): Promise<{ report: ProbeReport; snapshot?: string }> {
   const out = join(dir, `${tag}.json`);
   rmSync(out, { force: true });
   rmSync(`${out}.done`, { force: true });
@@ -132,7 +144,11 @@ function summariseSnapshot(file: string): string[] {
   };
   const fields = data.snapshot.meta.node_fields;
   const types = data.snapshot.meta.node_types[0];
-  const [iType, iName, iSize] = ['type', 'name', 'self_size'].map((f) => fields.indexOf(f)) as [number, number, number];
+  const [iType, iName, iSize] = ['type', 'name', 'self_size'].map((f) => fields.indexOf(f)) as [
+    number,
+    number,
+    number,
+  ];
   const byType = new Map<string, number>();
   const byName = new Map<string, { size: number; count: number }>();
   const bigStrings: [number, string][] = [];
@@ -142,16 +158,26 @@ function summariseSnapshot(file: string): string[] {
     byType.set(type, (byType.get(type) ?? 0) + size);
     const raw = data.strings[data.nodes[i + iName]!]!;
     if (type === 'string' && size > 100_000) bigStrings.push([size, raw.slice(0, 70).replace(/\s+/g, ' ')]);
-    const name = /string/.test(type) ? '(strings)' : type === 'closure' ? '(closures)' : `${type}: ${raw.slice(0, 50)}`;
+    const name = /string/.test(type)
+      ? '(strings)'
+      : type === 'closure'
+        ? '(closures)'
+        : `${type}: ${raw.slice(0, 50)}`;
     const entry = byName.get(name) ?? { size: 0, count: 0 };
     entry.size += size;
     entry.count++;
     byName.set(name, entry);
   }
-  const lines = ['  heap snapshot, self size by type (MiB; strings include Node builtins\' external sources):'];
+  const lines = [
+    "  heap snapshot, self size by type (MiB; strings include Node builtins' external sources):",
+  ];
   lines.push(
     '    ' +
-      [...byType].sort((a, b) => b[1] - a[1]).filter(([, s]) => s > 50_000).map(([t, s]) => `${t} ${MiB(s)}`).join(', '),
+      [...byType]
+        .sort((a, b) => b[1] - a[1])
+        .filter(([, s]) => s > 50_000)
+        .map(([t, s]) => `${t} ${MiB(s)}`)
+        .join(', '),
   );
   lines.push('  largest names (KiB, count):');
   for (const [name, { size, count }] of [...byName].sort((a, b) => b[1].size - a[1].size).slice(0, 25))
@@ -162,7 +188,12 @@ function summariseSnapshot(file: string): string[] {
   return lines;
 }
 
-function describe(label: string, rss: number, groups: Record<string, Mapping>, report: ProbeReport): string[] {
+function describe(
+  label: string,
+  rss: number,
+  groups: Record<string, Mapping>,
+  report: ProbeReport,
+): string[] {
   const u = report.memoryUsage;
   const space = (name: string): string => {
     const s = report.spaces.find((x) => x.space_name === name);
@@ -185,9 +216,13 @@ function describe(label: string, rss: number, groups: Record<string, Mapping>, r
       `external script source ${MiB(report.code.external_script_source_size)}`,
   );
   const notable = report.builtinModules.filter((m) =>
-    /^(http2|zlib|cluster|worker_threads|vm|dns|inspector|internal\/deps\/undici\/undici|internal\/deps\/cjs-module-lexer\/lexer|internal\/modules\/typescript)$/.test(m),
+    /^(http2|zlib|cluster|worker_threads|vm|dns|inspector|internal\/deps\/undici\/undici|internal\/deps\/cjs-module-lexer\/lexer|internal\/modules\/typescript)$/.test(
+      m,
+    ),
   );
-  lines.push(`  Node builtin modules loaded: ${report.builtinModules.length} (of note: ${notable.join(', ') || 'none'})`);
+  lines.push(
+    `  Node builtin modules loaded: ${report.builtinModules.length} (of note: ${notable.join(', ') || 'none'})`,
+  );
   return lines;
 }
 
@@ -197,7 +232,9 @@ async function measureDaemon(label: string, start: Start, round: number): Promis
     env: {
       NODE_OPTIONS: `--import=${PROBE} --expose-gc`,
       MEMORY_PROBE_V8_FLAGS: args['v8-flags'],
-      ...Object.fromEntries(args.env.map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)])),
+      ...Object.fromEntries(
+        args.env.map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]),
+      ),
       MEMORY_PROBE_OUT: join(dir, `${tag}.json`),
     },
   });
@@ -272,7 +309,8 @@ async function measureIdentity(label: string, start: Start, root: string): Promi
     for (;;) {
       const ports = await daemon.ports();
       if (ports['issuer'] !== undefined && ports['admin_ui'] !== undefined) break;
-      if (Date.now() > deadline) throw new Error(`${label}: identity ports never appeared: ${JSON.stringify(ports)}`);
+      if (Date.now() > deadline)
+        throw new Error(`${label}: identity ports never appeared: ${JSON.stringify(ports)}`);
       await sleep(200);
     }
     await sleep(10_000);
@@ -281,7 +319,8 @@ async function measureIdentity(label: string, start: Start, root: string): Promi
       ['identity', 'svc-identity'],
       ['authadmin', 'svc-auth-admin'],
     ] as const)
-      for (const pid of pidsOf(needle, daemon.home)) lines.push(smapsLine(`${label} ${app}`, pid, await settledRss(pid)));
+      for (const pid of pidsOf(needle, daemon.home))
+        lines.push(smapsLine(`${label} ${app}`, pid, await settledRss(pid)));
     return lines;
   } finally {
     await daemon.close();

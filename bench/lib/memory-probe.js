@@ -20,7 +20,9 @@ process.on('SIGUSR2', () => {
     heap: v8.getHeapStatistics(),
     spaces: v8.getHeapSpaceStatistics(),
     code: v8.getHeapCodeStatistics(),
-    builtinModules: process.moduleLoadList.filter((m) => m.startsWith('NativeModule ')).map((m) => m.slice(13)),
+    builtinModules: process.moduleLoadList
+      .filter((m) => m.startsWith('NativeModule '))
+      .map((m) => m.slice(13)),
     handles: process.getActiveResourcesInfo(),
   };
   writeFileSync(out, JSON.stringify(report));

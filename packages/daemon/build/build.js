@@ -149,7 +149,8 @@ export async function build() {
   );
   inputs.push(...EXTRA_INPUTS.filter((input) => existsSync(join(REPO_ROOT, input))));
   // svcd's last: a launcher that sees the new svcd bundle also finds the programs it starts.
-  for (const name of Object.keys(BUNDLES).reverse()) renameSync(join(tempDir, `${name}.mjs`), BUNDLES[name].file);
+  for (const name of Object.keys(BUNDLES).reverse())
+    renameSync(join(tempDir, `${name}.mjs`), BUNDLES[name].file);
   rmSync(tempDir, { recursive: true, force: true });
   const metaTemp = join(DIST_DIR, `.tmp-${process.pid}-svcd.meta.json`);
   writeFileSync(metaTemp, JSON.stringify({ startedAt, inputs }, null, 1) + '\n');
@@ -162,7 +163,9 @@ if (import.meta.filename === process.argv[1]) {
   const began = performance.now();
   await build();
   process.stderr.write(
-    `svcd: built ${Object.values(BUNDLES).map(({ file }) => relative(REPO_ROOT, file)).join(', ')} in ${Math.round(performance.now() - began)} ms` +
+    `svcd: built ${Object.values(BUNDLES)
+      .map(({ file }) => relative(REPO_ROOT, file))
+      .join(', ')} in ${Math.round(performance.now() - began)} ms` +
       (reason === undefined ? '' : ` (${reason})`) +
       '\n',
   );

@@ -20,8 +20,14 @@ export const BUNDLES = {
   'svc-agent': { entry: 'packages/agent/bin/svc-agent.ts', file: join(DIST_DIR, 'svc-agent.mjs') },
   // The agent's /mcp (the MCP SDK), imported by svc-agent.mjs on the first request to /mcp.
   'svc-agent-mcp': { entry: 'packages/mcp/src/index.ts', file: join(DIST_DIR, 'svc-agent-mcp.mjs') },
-  'svc-identity': { entry: 'packages/identity/bin/svc-identity.ts', file: join(DIST_DIR, 'svc-identity.mjs') },
-  'svc-auth-admin': { entry: 'packages/identity/bin/svc-auth-admin.ts', file: join(DIST_DIR, 'svc-auth-admin.mjs') },
+  'svc-identity': {
+    entry: 'packages/identity/bin/svc-identity.ts',
+    file: join(DIST_DIR, 'svc-identity.mjs'),
+  },
+  'svc-auth-admin': {
+    entry: 'packages/identity/bin/svc-auth-admin.ts',
+    file: join(DIST_DIR, 'svc-auth-admin.mjs'),
+  },
 };
 export const BUNDLE = BUNDLES.svcd.file;
 /** svc-agent's bundle (bin/svc-agent.js). */

@@ -24,7 +24,9 @@ describe('bundles', () => {
 
   it.each(BUNDLES)('%s statically imports only node:module (its banner)', (name) => {
     const text = readFileSync(join(DIST_DIR, `${name}.mjs`), 'utf8');
-    const imports = [...text.matchAll(/(?:^|[;\n])\s*import\s*(?:[\w*{}\s,$]+from\s*)?["']([^"']+)["']/g)].map((m) => m[1]);
+    const imports = [
+      ...text.matchAll(/(?:^|[;\n])\s*import\s*(?:[\w*{}\s,$]+from\s*)?["']([^"']+)["']/g),
+    ].map((m) => m[1]);
     expect(imports).toEqual(['node:module']);
   });
 });
