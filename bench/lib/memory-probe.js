@@ -3,17 +3,23 @@
 // modules, active handles) as JSON to MEMORY_PROBE_OUT, after a full GC when one is exposed, then a
 // heap snapshot to `<out>.heapsnapshot` when `<out>.snapshot-wanted` exists, then an empty `<out>.done`.
 // Plain JavaScript: it runs inside the bundle's process, which has no type stripper.
-import { existsSync, writeFileSync } from 'node:fs';
-import process from 'node:process';
-import v8 from 'node:v8';
+// Builtins through `require`, loaded when the signal comes, so that the probe itself loads nothing
+// into svcd before the first report (an ES import of node:process would create stdin).
+import { createRequire } from 'node:module';
+/* global process -- the global, not an ES import of node:process */
+
+const require = createRequire(import.meta.url);
 
 // V8 flags to try (bench/memory-breakdown.ts --v8-flags), set before the bundle is loaded: Node
 // refuses most V8 flags in NODE_OPTIONS.
-if (process.env['MEMORY_PROBE_V8_FLAGS']) v8.setFlagsFromString(process.env['MEMORY_PROBE_V8_FLAGS']);
+if (process.env['MEMORY_PROBE_V8_FLAGS'])
+  require('node:v8').setFlagsFromString(process.env['MEMORY_PROBE_V8_FLAGS']);
 
 process.on('SIGUSR2', () => {
   const out = process.env['MEMORY_PROBE_OUT'];
   if (out === undefined) return;
+  const { existsSync, writeFileSync } = require('node:fs');
+  const v8 = require('node:v8');
   if (typeof globalThis.gc === 'function') globalThis.gc();
   const report = {
     memoryUsage: process.memoryUsage(),

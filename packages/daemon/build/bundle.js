@@ -5,10 +5,21 @@
 // script, the lockfiles) and the time its build started. The bundle is stale when that file is
 // missing or any listed input is missing or was modified after that time; then `ensureBundle()`
 // rebuilds it in a child process (build.js, esbuild) before returning.
-import { spawnSync } from 'node:child_process';
-import { readFileSync, statSync } from 'node:fs';
-import { join, resolve } from 'node:path';
-import process from 'node:process';
+//
+// Node's builtins through `require` and `process` as the global, never an ES import: the launchers
+// run in svcd's own process, and an ES import of a builtin builds its namespace, which runs every
+// lazy getter (`import process from 'node:process'` alone creates stdin and loads readline: ~4 MiB
+// resident in a bare Node).
+import { createRequire } from 'node:module';
+/* global process -- the global, not an ES import of node:process */
+
+const require = createRequire(import.meta.url);
+/** @type {typeof import('node:child_process')} */
+const { spawnSync } = require('node:child_process');
+/** @type {typeof import('node:fs')} */
+const { readFileSync, statSync } = require('node:fs');
+/** @type {typeof import('node:path')} */
+const { join, resolve } = require('node:path');
 
 /** The repository root (packages/daemon/build → three levels up). */
 export const REPO_ROOT = resolve(import.meta.dirname, '../../..');
