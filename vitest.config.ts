@@ -8,7 +8,8 @@ export default defineConfig({
     reporters: process.env['CI'] ? ['default', ['json', { outputFile: '.ci-out/vitest.json' }]] : ['default'],
     // Builds svcd's bundle once, before the integration tests start their daemons in parallel
     // (each launcher would otherwise find it stale and rebuild it on its own).
-    globalSetup: ['packages/daemon/build/vitest-setup.js'],
+    // The web UI (packages/web/dist, served by the agent) likewise, for the browser tests.
+    globalSetup: ['packages/daemon/build/vitest-setup.js', 'packages/web/test/global-setup.ts'],
     projects: [
       { test: { name: 'unit', include: ['packages/*/src/**/*.test.ts', 'test/**/*.test.ts'] } },
       {

@@ -140,6 +140,9 @@ export function buildDeb(options: BuildOptions): { deb: string; stage: string; v
   // check then has no inputs to compare: a package is never rebuilt in place).
   run(process.execPath, ['packages/daemon/build/build.js']);
   for (const pkg of RUNTIME_PACKAGES) copyPackage(pkg, root);
+  // The web UI: only its built files (the agent serves packages/web/dist at `/`).
+  run(process.execPath, ['packages/web/scripts/build.ts']);
+  cpSync(join(REPO, 'packages/web/dist'), join(root, 'packages/web/dist'), { recursive: true });
   const meta = join(root, 'packages/daemon/dist/svcd.meta.json');
   writeFileSync(meta, JSON.stringify({ ...readJson<object>(meta), inputs: [], packaged: true }));
   for (const dir of ['apps']) cpSync(join(REPO, dir), join(root, dir), { recursive: true });

@@ -96,6 +96,7 @@ describe('the Debian package', () => {
       './opt/svc/script/svc-backup.sh',
       './opt/svc/script/svc-auth.ps1',
       './opt/svc/metrics/prometheus.yml',
+      './opt/svc/packages/web/dist/index.html',
       './lib/systemd/system/svc.service',
       './lib/systemd/system/svc-metrics-token.timer',
       './etc/default/svc',
@@ -104,6 +105,9 @@ describe('the Debian package', () => {
       expect(contents).toContain(path);
     // Only what runs: no tests, no dev tools.
     expect(contents).not.toMatch(/^.* \.\/opt\/svc\/packages\/.*\.test\.ts$/m);
+    // The web UI ships built (hashed assets), not its sources.
+    expect(contents).toMatch(/\.\/opt\/svc\/packages\/web\/dist\/assets\/main-[A-Z0-9]+\.js$/m);
+    expect(contents).not.toMatch(/\.\/opt\/svc\/packages\/web\/src\//);
     expect(contents).not.toMatch(/node_modules\/(typescript|vitest|esbuild|playwright-core)\//);
     const control = join(out, 'control');
     await run('dpkg-deb', ['-e', deb, control]);

@@ -1,6 +1,5 @@
-// The web UI hook: static files of packages/web/dist at `/` (the web UI package does not exist yet;
-// once its build writes that folder the agent serves it without a change here). Only plain relative
-// names reach this file (routes.ts); the resolved real path must still lie inside the root, so a
+// The web UI: static files of packages/web/dist at `/` (built by packages/web at install time).
+// Only plain relative names reach this file (routes.ts); the resolved real path must still lie inside the root, so a
 // symbolic link cannot lead out of it either.
 import { createReadStream } from 'node:fs';
 import { realpath, stat } from 'node:fs/promises';
@@ -23,6 +22,28 @@ const CONTENT_TYPES: Readonly<Record<string, string>> = {
   '.woff2': 'font/woff2',
   '.txt': 'text/plain; charset=utf-8',
   '.wasm': 'application/wasm',
+};
+
+/**
+ * Security headers of every web UI file: scripts and styles only from the agent's origin (the build
+ * writes no inline script or style), connections only back to it (REST, WSS), never framed.
+ */
+export const WEB_SECURITY_HEADERS: Readonly<Record<string, string>> = {
+  'content-security-policy': [
+    "default-src 'self'",
+    "script-src 'self'",
+    "style-src 'self'",
+    "img-src 'self' data:",
+    "connect-src 'self'",
+    "object-src 'none'",
+    "base-uri 'none'",
+    "form-action 'self'",
+    "frame-ancestors 'none'",
+  ].join('; '),
+  'x-frame-options': 'DENY',
+  'referrer-policy': 'no-referrer',
+  'cross-origin-opener-policy': 'same-origin',
+  'x-content-type-options': 'nosniff',
 };
 
 /**
@@ -57,13 +78,19 @@ export async function serveWebFile(
   } catch (cause) {
     throw new SvcError('not_found', `no web UI file ${JSON.stringify(file.slice(0, 200))}`, { cause });
   }
-  res.writeHead(200, {
+  const headers = {
+    ...WEB_SECURITY_HEADERS,
     'content-type': CONTENT_TYPES[extname(path).toLowerCase()] ?? 'application/octet-stream',
-    'content-length': size,
     'last-modified': modified.toUTCString(),
     'cache-control': file.startsWith('assets/') ? 'public, max-age=31536000, immutable' : 'no-cache',
-    'x-content-type-options': 'nosniff',
-  });
+  };
+  // Revalidation (index.html is `no-cache`): unchanged since the browser's copy → 304, no body.
+  const since = Date.parse(req.headers['if-modified-since'] ?? '');
+  if (!Number.isNaN(since) && Math.floor(modified.getTime() / 1000) * 1000 <= since) {
+    res.writeHead(304, headers).end();
+    return;
+  }
+  res.writeHead(200, { ...headers, 'content-length': size });
   if (req.method === 'HEAD') {
     res.end();
     return;

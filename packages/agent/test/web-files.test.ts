@@ -61,6 +61,33 @@ describe('web UI files', () => {
     expect(await head.text()).toBe('');
   });
 
+  it('sends a strict Content-Security-Policy (self only, no inline, never framed) on every file', async () => {
+    for (const path of ['/', '/assets/app-3f2a.js']) {
+      const res = await fetch(`${base}${path}`);
+      const csp = res.headers.get('content-security-policy') ?? '';
+      expect(csp).toContain("script-src 'self'");
+      expect(csp).toContain("style-src 'self'");
+      expect(csp).toContain("frame-ancestors 'none'");
+      expect(csp).toContain("connect-src 'self'");
+      expect(csp).not.toContain('unsafe-inline');
+      expect(csp).not.toContain('unsafe-eval');
+      expect(res.headers.get('x-frame-options')).toBe('DENY');
+      expect(res.headers.get('referrer-policy')).toBe('no-referrer');
+    }
+  });
+
+  it('answers a revalidation of an unchanged file with 304 and no body, a stale one with 200', async () => {
+    const first = await fetch(`${base}/`);
+    const modified = first.headers.get('last-modified')!;
+    const again = await fetch(`${base}/`, { headers: { 'if-modified-since': modified } });
+    expect(again.status).toBe(304);
+    expect(await again.text()).toBe('');
+    const stale = await fetch(`${base}/`, { headers: { 'if-modified-since': new Date(0).toUTCString() } });
+    expect(stale.status).toBe(200);
+    const garbage = await fetch(`${base}/`, { headers: { 'if-modified-since': 'not a date' } });
+    expect(garbage.status).toBe(200);
+  });
+
   it('serves nothing outside the root: symbolic links, directories, missing files, traversal', async () => {
     for (const path of ['/leak.txt', '/assets', '/nosuch.js', '/../secret.txt', '/%2e%2e/secret.txt']) {
       const r = await fetch(`${base}${path}`);

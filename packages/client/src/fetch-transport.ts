@@ -24,7 +24,8 @@ export class FetchTransport implements Transport {
       res = await this.#fetch(this.#base + call.path + queryString(call.query), {
         method: call.method,
         headers: call.headers ?? {},
-        ...(call.body === undefined || call.body.byteLength === 0 ? {} : { body: call.body }),
+        // (The cast: DOM's BodyInit wants an ArrayBuffer-backed view; our bytes always are.)
+        ...(call.body === undefined || call.body.byteLength === 0 ? {} : { body: call.body as Uint8Array<ArrayBuffer> }),
         ...(call.signal === undefined ? {} : { signal: call.signal }),
       });
     } catch (error) {

@@ -29,6 +29,6 @@ export { freePort } from './ports.ts';
 export { ETCD_EXECUTABLE, startEtcd } from './etcd.ts';
 export type { TestEtcd, TestEtcdTls } from './etcd.ts';
 export { startServedDaemon } from './serve.ts';
-export type { ServeInfo, BuiltinAuthInfo } from './serve.ts';
+export type { ServeInfo, BuiltinAuthInfo, BuiltinUser, ExtraUserRequest, ServeOptions } from './serve.ts';
 export { waitFor } from './wait-for.ts';
 export type { WaitForOptions } from './wait-for.ts';

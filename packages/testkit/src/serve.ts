@@ -3,8 +3,10 @@
 // says where everything is and which tokens to use, and runs until its standard input closes or it
 // gets SIGTERM/SIGINT/SIGHUP; then it stops the daemon, kills every process the daemon started and
 // removes the temp home.
+import { randomBytes, randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
+import bcrypt from 'bcryptjs';
 import { restClient, type ApiClient } from './clients.ts';
 import { BUILTIN_MODE_ENV, startTestDaemon, type TestDaemon } from './daemon.ts';
 import { waitFor } from './wait-for.ts';
@@ -25,6 +27,22 @@ export interface ServeOptions {
   builtin: boolean;
   /** Lifetime of the printed tokens, seconds. */
   tokenTtlSeconds: number;
+  /**
+   * Builtin mode only (library use, no command-line flag): more password users of the built-in
+   * identity, created before the first start (work/auth/users.yaml) with these roles bound to their
+   * principal (work/auth/policy.yaml). Returned by `startServedDaemon` as `users`, not in the line.
+   */
+  users?: readonly ExtraUserRequest[];
+  /** Library use only: more environment for svcd (for example cluster settings). */
+  env?: Record<string, string>;
+  /** Library use only: more files under SVC_HOME before the first start (as `startTestDaemon`'s). */
+  files?: Record<string, string>;
+}
+
+/** A password user to create in builtin mode: its email (sign-in name) and roles. */
+export interface ExtraUserRequest {
+  email: string;
+  roles: readonly string[];
 }
 
 /** What `serve` prints, one JSON line (spec/testkit.md). */
@@ -118,10 +136,14 @@ function whereItListens(
 
 export async function startServedDaemon(
   options: ServeOptions,
-): Promise<{ daemon: TestDaemon; info: ServeInfo }> {
-  if (options.builtin) return startBuiltinDaemon();
+): Promise<{ daemon: TestDaemon; info: ServeInfo; users: BuiltinUser[] }> {
+  if (options.builtin) return startBuiltinDaemon(options.users ?? [], options.env ?? {}, options.files ?? {});
+  if (options.users !== undefined && options.users.length > 0)
+    throw new UsageError('extra users need the built-in identity (builtin mode)');
   const daemon = await startTestDaemon({
     agent: options.agent,
+    ...(options.env === undefined ? {} : { env: options.env }),
+    ...(options.files === undefined ? {} : { files: options.files }),
     principals: { [MAINTAINER]: ['svc-maintenance'] },
   });
   try {
@@ -147,7 +169,7 @@ export async function startServedDaemon(
       },
       tokens_expire_at: Math.floor(Date.now() / 1000) + expiresIn - 5,
     };
-    return { daemon, info };
+    return { daemon, info, users: [] };
   } catch (error) {
     await daemon.close();
     throw error;
@@ -187,12 +209,49 @@ async function tokenRequest(
   return { token: body.access_token, expiresAt: Math.floor(Date.now() / 1000) + body.expires_in - 5 };
 }
 
+/** Password users for work/auth/users.yaml (the identity's format) and their principals' roles. */
+function extraUsers(requests: readonly ExtraUserRequest[]): {
+  users: BuiltinUser[];
+  usersYaml: string;
+  principals: Record<string, readonly string[]>;
+} {
+  const users: BuiltinUser[] = [];
+  const principals: Record<string, readonly string[]> = {};
+  const records = requests.map(({ email, roles }) => {
+    if (!/^[A-Za-z0-9._+-]{1,64}@[A-Za-z0-9.-]{1,64}$/.test(email))
+      throw new UsageError(`extra user email ${JSON.stringify(email.slice(0, 80))} is not a plain address`);
+    const userId = randomUUID();
+    const password = randomBytes(18).toString('base64url');
+    users.push({ username: email, password, principal: userId });
+    principals[userId] = roles;
+    return [
+      `  - user_id: ${JSON.stringify(userId)}`,
+      `    username: ${JSON.stringify(email)}`,
+      `    email: ${JSON.stringify(email)}`,
+      `    password_hash: ${JSON.stringify(bcrypt.hashSync(password, 10))}`,
+      `    created_at: ${JSON.stringify(new Date().toISOString())}`,
+      '    mfa_enabled: false',
+    ].join('\n');
+  });
+  return { users, usersYaml: `users:\n${records.join('\n')}\n`, principals };
+}
+
 /** `--builtin`: svcd with svc-identity and the agent; tokens from the real issuer. */
-async function startBuiltinDaemon(): Promise<{ daemon: TestDaemon; info: ServeInfo }> {
+async function startBuiltinDaemon(
+  requests: readonly ExtraUserRequest[],
+  env: Record<string, string>,
+  files: Record<string, string>,
+): Promise<{ daemon: TestDaemon; info: ServeInfo; users: BuiltinUser[] }> {
+  const extra = extraUsers(requests);
   const daemon = await startTestDaemon({
     agent: true,
-    env: { ...BUILTIN_MODE_ENV },
-    files: { 'apps/identity.yaml': await readFile(join(REPO_ROOT, 'apps', 'identity.yaml'), 'utf8') },
+    env: { ...BUILTIN_MODE_ENV, ...env },
+    principals: extra.principals,
+    files: {
+      ...files,
+      'apps/identity.yaml': await readFile(join(REPO_ROOT, 'apps', 'identity.yaml'), 'utf8'),
+      ...(requests.length === 0 ? {} : { 'work/auth/users.yaml': extra.usersYaml }),
+    },
   });
   try {
     const { agentUrl, agentPort } = await daemon.agent();
@@ -264,7 +323,7 @@ async function startBuiltinDaemon(): Promise<{ daemon: TestDaemon; info: ServeIn
         users,
       },
     };
-    return { daemon, info };
+    return { daemon, info, users: extra.users };
   } catch (error) {
     await daemon.close();
     throw error;

@@ -96,6 +96,8 @@ export function clientMetadata(options: {
       grant_types: ['authorization_code', 'refresh_token'],
       response_types: ['code'],
       redirect_uris: [...options.webRedirectUris],
+      // Sign-out returns to the web UI (end session with client_id and this URI).
+      post_logout_redirect_uris: [...options.webRedirectUris],
     },
     {
       client_id: 'svc-mcp-user',

@@ -318,9 +318,12 @@ export function createIdentityProvider(options: IdentityProviderOptions): Identi
         rpInitiatedLogout: {
           enabled: true,
           logoutSource: async (ctx: KoaContextWithOIDC, form: string) => {
+            // The library's form posts to the issuer's own (loopback) origin, which a browser
+            // reached through the agent cannot open: post to the same path on the page's origin.
+            const sameOrigin = form.replace(/action="https?:\/\/[^/"]+\//, 'action="/');
             ctx.body = page(
               'Sign out',
-              `<p>Sign out of svc?</p>${form}
+              `<p>Sign out of svc?</p>${sameOrigin}
 <button type="submit" form="op.logoutForm" name="logout" value="yes" autofocus>Sign out</button>
 <button type="submit" form="op.logoutForm">Stay signed in</button>`,
             );

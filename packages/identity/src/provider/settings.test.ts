@@ -2,7 +2,14 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { loadIdentitySettings, readOidcFile, SettingsError } from './settings.ts';
+import { hostname } from 'node:os';
+import {
+  DEFAULT_WEB_REDIRECT_URIS,
+  expandRedirectUris,
+  loadIdentitySettings,
+  readOidcFile,
+  SettingsError,
+} from './settings.ts';
 
 let installRoot: string;
 let home: string;
@@ -58,5 +65,27 @@ describe('config/oidc.yaml: install root defaults, SVC_HOME overrides (CONTRACT 
     await expect(loadIdentitySettings({ SVC_HOME: home }, installRoot)).rejects.toThrow(/web_redirect_uris/);
     await oidcYaml(home, 'OIDC: {password_flow: true\n');
     await expect(readOidcFile(home, installRoot)).rejects.toThrow();
+  });
+});
+
+describe('svc-web redirect URIs', () => {
+  it("register the agent's root by default, on loopback and on this host's name", async () => {
+    const settings = await loadIdentitySettings({ SVC_HOME: home }, home);
+    const name = hostname().toLowerCase();
+    expect(settings.webRedirectUris).toContain('https://127.0.0.1:6060/');
+    expect(settings.webRedirectUris).toContain('https://localhost:6060/');
+    if (/^[a-z0-9.-]+$/.test(name)) expect(settings.webRedirectUris).toContain(`https://${name}:6060/`);
+    expect(settings.webRedirectUris.some((uri) => uri.includes('{'))).toBe(false);
+  });
+
+  it('expand {hostname} in the file too, and skip it for a name a URL cannot carry', async () => {
+    await oidcYaml(home, 'OIDC:\n  web_redirect_uris:\n    - https://{hostname}:7000/\n');
+    const settings = await loadIdentitySettings({ SVC_HOME: home }, installRoot);
+    expect(settings.webRedirectUris).toEqual(
+      /^[a-z0-9.-]+$/.test(hostname().toLowerCase()) ? [`https://${hostname().toLowerCase()}:7000/`] : [],
+    );
+    expect(expandRedirectUris(DEFAULT_WEB_REDIRECT_URIS, 'Box-1.example')).toContain('https://box-1.example:6060/');
+    for (const hostile of ['evil.example/x?', 'a@b', 'x y', '', 'é.example', 'a'.repeat(300)])
+      expect(expandRedirectUris(['https://{hostname}:6060/'], hostile)).toEqual([]);
   });
 });

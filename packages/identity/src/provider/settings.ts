@@ -1,6 +1,7 @@
 // Settings of svc-identity: `config/oidc.yaml` (install root, then SVC_HOME) overlaid by the environment
 // (CONTRACT §3). Only non-secret values live here; secrets come from work/auth/secrets/.
 import { readFile } from 'node:fs/promises';
+import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 
@@ -20,11 +21,33 @@ export interface IdentitySettings {
 
 export class SettingsError extends Error {}
 
+/**
+ * `{hostname}` in a redirect URI stands for this host's name (os.hostname()), so the default names
+ * the agent's own origin however the host is called. The web UI (packages/web) returns to the
+ * agent's root, `https://<host>:6060/`.
+ */
+export const HOSTNAME_PLACEHOLDER = '{hostname}';
+
 export const DEFAULT_WEB_REDIRECT_URIS = [
+  'https://127.0.0.1:6060/',
+  'https://localhost:6060/',
+  `https://${HOSTNAME_PLACEHOLDER}:6060/`,
   'https://127.0.0.1:6060/auth/callback',
   'https://localhost:6060/auth/callback',
   'http://127.0.0.1:6064/callback',
 ];
+
+/** The URIs with `{hostname}` replaced by `host` (lower-cased; a name URLs cannot carry is skipped). */
+export function expandRedirectUris(uris: readonly string[], host: string): string[] {
+  const name = host.toLowerCase();
+  const usable = /^[a-z0-9.-]{1,253}$/.test(name);
+  const out: string[] = [];
+  for (const uri of uris) {
+    if (!uri.includes(HOSTNAME_PLACEHOLDER)) out.push(uri);
+    else if (usable) out.push(uri.split(HOSTNAME_PLACEHOLDER).join(name));
+  }
+  return [...new Set(out)];
+}
 
 function port(value: string | number | undefined, name: string, fallback: number): number {
   if (value === undefined || value === '') return fallback;
@@ -97,7 +120,11 @@ export async function loadIdentitySettings(
   const modeEnv = env['SVC_AUTH_MODE'] || 'builtin';
   if (modeEnv !== 'builtin' && modeEnv !== 'external')
     throw new SettingsError(`SVC_AUTH_MODE: expected builtin or external`);
-  const uris = file.OIDC?.web_redirect_uris;
+  const configured = file.OIDC?.web_redirect_uris;
+  const uris =
+    Array.isArray(configured) && configured.every((u) => typeof u === 'string')
+      ? expandRedirectUris(configured, hostname())
+      : configured;
   if (
     uris !== undefined &&
     (!Array.isArray(uris) || !uris.every((u) => typeof u === 'string' && URL.canParse(u)))
@@ -119,6 +146,6 @@ export async function loadIdentitySettings(
       port(file.OIDC?.telemetry_port as number | undefined, 'OIDC.telemetry_port', 6063),
     ),
     passwordFlow: passwordFlowEnabled(file, env),
-    webRedirectUris: (uris as string[] | undefined) ?? DEFAULT_WEB_REDIRECT_URIS,
+    webRedirectUris: (uris as string[] | undefined) ?? expandRedirectUris(DEFAULT_WEB_REDIRECT_URIS, hostname()),
   };
 }

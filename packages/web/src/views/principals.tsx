@@ -1,0 +1,201 @@
+// Principals (administration): who tokens name and the roles each holds. Adding a principal binds
+// roles to an id (a built-in identity user's id, an external issuer's `sub`, `client:<id>`);
+// passwords of built-in users are managed by the identity's own administration (docs/web-ui.md).
+// Deleting tombstones the record: the daemon refuses its tokens from then on.
+import { useState } from 'preact/hooks';
+import { can, self } from '../access.ts';
+import { api } from '../api.ts';
+import { ConfirmButton } from '../components/confirm-button.tsx';
+import { attempt, useResource } from '../admin/use-resource.ts';
+import type { ViewProps } from '../views.ts';
+
+interface PrincipalRecord {
+  principal_id: string;
+  roles: string[];
+  status: 'active' | 'tombstoned';
+  execution_user?: string;
+}
+
+export default function Principals(_props: ViewProps) {
+  const principals = useResource(() => api.listPrincipals() as Promise<Record<string, PrincipalRecord>>);
+  const roles = useResource(async () =>
+    can('listRoles') ? Object.keys(await api.listRoles()) : ([] as string[]),
+  );
+  const [editing, setEditing] = useState<PrincipalRecord | undefined>(undefined);
+  const [error, setError] = useState<string | undefined>(undefined);
+  const list = Object.values(principals.data ?? {}).sort((a, b) =>
+    a.principal_id.localeCompare(b.principal_id),
+  );
+  const mayEdit = can('setPrincipal');
+  const mayDelete = can('deletePrincipal');
+
+  return (
+    <section class="admin">
+      <div class="toolbar">
+        <h1>Principals</h1>
+      </div>
+      <p class="note">
+        A principal is whoever a token names; its roles decide what it may do. Deleting one tombstones it: its
+        tokens are refused from then on.
+      </p>
+      {(principals.error ?? error) !== undefined && (
+        <p class="note error" role="alert">
+          {principals.error ?? error}
+        </p>
+      )}
+      <div class="table-wrap">
+        <table class="grid" aria-label="Principals" aria-busy={principals.loading}>
+          <thead>
+            <tr>
+              <th scope="col">Principal</th>
+              <th scope="col">Roles</th>
+              <th scope="col">Status</th>
+              {(mayEdit || mayDelete) && <th scope="col">Actions</th>}
+            </tr>
+          </thead>
+          <tbody>
+            {list.map((p) => (
+              <tr key={p.principal_id} data-principal={p.principal_id}>
+                <td class="mono">{p.principal_id}</td>
+                <td>
+                  {p.roles.length === 0 ? (
+                    <span class="muted">none</span>
+                  ) : (
+                    p.roles.map((r) => (
+                      <span key={r} class="badge">
+                        {r}
+                      </span>
+                    ))
+                  )}
+                </td>
+                <td>
+                  <span class={p.status === 'active' ? 'badge ok' : 'badge bad'}>{p.status}</span>
+                </td>
+                {(mayEdit || mayDelete) && (
+                  <td>
+                    <div class="row-actions">
+                      {mayEdit && (
+                        <button
+                          type="button"
+                          onClick={() => setEditing(p)}
+                          aria-label={`Edit ${p.principal_id}`}
+                        >
+                          Edit
+                        </button>
+                      )}
+                      {mayDelete && p.status === 'active' && p.principal_id !== self.value?.principal_id && (
+                        <ConfirmButton
+                          label="Delete"
+                          danger
+                          question={`Delete principal ${p.principal_id}? Its tokens are refused from then on.`}
+                          onConfirm={async () => {
+                            setError(await attempt(() => api.deletePrincipal(p.principal_id)));
+                            await principals.reload();
+                          }}
+                        />
+                      )}
+                    </div>
+                  </td>
+                )}
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+      {mayEdit && (
+        <PrincipalForm
+          key={editing?.principal_id ?? 'new'}
+          editing={editing}
+          roles={roles.data ?? []}
+          onDone={async () => {
+            setEditing(undefined);
+            await principals.reload();
+          }}
+        />
+      )}
+    </section>
+  );
+}
+
+function PrincipalForm(props: {
+  editing: PrincipalRecord | undefined;
+  roles: readonly string[];
+  onDone: () => Promise<void>;
+}) {
+  const [id, setId] = useState(props.editing?.principal_id ?? '');
+  const [chosen, setChosen] = useState<ReadonlySet<string>>(new Set(props.editing?.roles ?? []));
+  const [error, setError] = useState<string | undefined>(undefined);
+  const [busy, setBusy] = useState(false);
+  const roles = [...new Set([...props.roles, ...chosen])].sort();
+  const toggle = (role: string, on: boolean) => {
+    const next = new Set(chosen);
+    if (on) next.add(role);
+    else next.delete(role);
+    setChosen(next);
+  };
+  return (
+    <form
+      class="panel admin-form"
+      aria-label={props.editing === undefined ? 'Add a principal' : `Edit ${props.editing.principal_id}`}
+      onSubmit={(event) => {
+        event.preventDefault();
+        void (async () => {
+          setBusy(true);
+          const failed = await attempt(() => api.setPrincipalRoles(id.trim(), [...chosen]));
+          setBusy(false);
+          setError(failed);
+          if (failed === undefined) await props.onDone();
+        })();
+      }}
+    >
+      <h2>{props.editing === undefined ? 'Add a principal' : `Edit ${props.editing.principal_id}`}</h2>
+      <label class="field">
+        Principal id
+        <input
+          name="principal"
+          value={id}
+          required
+          maxLength={512}
+          readOnly={props.editing !== undefined}
+          onInput={(e) => setId(e.currentTarget.value)}
+          aria-describedby="principal-help"
+        />
+        <span class="help" id="principal-help">
+          A built-in user's id, an external issuer's subject, or <code>client:&lt;client id&gt;</code>.
+        </span>
+      </label>
+      <fieldset>
+        <legend>Roles</legend>
+        <div class="checks">
+          {roles.map((role) => (
+            <label key={role}>
+              <input
+                type="checkbox"
+                name="role"
+                value={role}
+                checked={chosen.has(role)}
+                onChange={(e) => toggle(role, e.currentTarget.checked)}
+              />
+              {role}
+            </label>
+          ))}
+        </div>
+      </fieldset>
+      {error !== undefined && (
+        <p class="field-error" role="alert">
+          {error}
+        </p>
+      )}
+      <div class="actions">
+        <button type="submit" class="button primary" disabled={busy || id.trim() === ''}>
+          {props.editing === undefined ? 'Add principal' : 'Save'}
+        </button>
+        {props.editing !== undefined && (
+          <button type="button" onClick={() => void props.onDone()}>
+            Cancel
+          </button>
+        )}
+      </div>
+    </form>
+  );
+}

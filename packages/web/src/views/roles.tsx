@@ -1,0 +1,174 @@
+// Roles (administration): each role and its permissions. The built-in roles (svc-admin,
+// svc-maintenance, svc-viewer) are shown but never changed; other roles can be created, edited
+// and deleted (the daemon refuses to delete a role an active principal still holds).
+import { useState } from 'preact/hooks';
+import { can } from '../access.ts';
+import { api } from '../api.ts';
+import { ConfirmButton } from '../components/confirm-button.tsx';
+import { attempt, useResource } from '../admin/use-resource.ts';
+import type { ViewProps } from '../views.ts';
+
+const BUILT_IN = /^svc-(admin|maintenance|viewer)$/;
+
+export default function Roles(_props: ViewProps) {
+  const roles = useResource(() => api.listRoles() as Promise<Record<string, string[]>>);
+  const permissions = useResource(async () =>
+    can('listPermissions') ? ((await api.listPermissions()) as string[]) : ([] as string[]),
+  );
+  const [editing, setEditing] = useState<string | undefined>(undefined);
+  const [error, setError] = useState<string | undefined>(undefined);
+  const entries = Object.entries(roles.data ?? {}).sort(([a], [b]) => a.localeCompare(b));
+  const known = [...new Set([...(permissions.data ?? []), ...entries.flatMap(([, p]) => p)])];
+  const mayEdit = can('setRole');
+  const mayDelete = can('deleteRole');
+
+  return (
+    <section class="admin">
+      <div class="toolbar">
+        <h1>Roles</h1>
+      </div>
+      {(roles.error ?? error) !== undefined && (
+        <p class="note error" role="alert">
+          {roles.error ?? error}
+        </p>
+      )}
+      <div class="table-wrap">
+        <table class="grid" aria-label="Roles" aria-busy={roles.loading}>
+          <thead>
+            <tr>
+              <th scope="col">Role</th>
+              <th scope="col">Permissions</th>
+              {(mayEdit || mayDelete) && <th scope="col">Actions</th>}
+            </tr>
+          </thead>
+          <tbody>
+            {entries.map(([role, granted]) => (
+              <tr key={role} data-role={role}>
+                <td class="mono">
+                  {role}
+                  {BUILT_IN.test(role) && <span class="badge muted">built-in</span>}
+                </td>
+                <td class="permissions">
+                  {granted.length === 0 ? <span class="muted">none</span> : granted.join(', ')}
+                </td>
+                {(mayEdit || mayDelete) && (
+                  <td>
+                    <div class="row-actions">
+                      {!BUILT_IN.test(role) && mayEdit && (
+                        <button type="button" aria-label={`Edit ${role}`} onClick={() => setEditing(role)}>
+                          Edit
+                        </button>
+                      )}
+                      {!BUILT_IN.test(role) && mayDelete && (
+                        <ConfirmButton
+                          label="Delete"
+                          danger
+                          question={`Delete role ${role}?`}
+                          onConfirm={async () => {
+                            setError(await attempt(() => api.deleteRole(role)));
+                            await roles.reload();
+                          }}
+                        />
+                      )}
+                    </div>
+                  </td>
+                )}
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+      {mayEdit && (
+        <RoleForm
+          key={editing ?? 'new'}
+          role={editing}
+          granted={editing === undefined ? [] : (roles.data?.[editing] ?? [])}
+          permissions={known}
+          onDone={async () => {
+            setEditing(undefined);
+            await roles.reload();
+          }}
+        />
+      )}
+    </section>
+  );
+}
+
+function RoleForm(props: {
+  role: string | undefined;
+  granted: readonly string[];
+  permissions: readonly string[];
+  onDone: () => Promise<void>;
+}) {
+  const [name, setName] = useState(props.role ?? '');
+  const [chosen, setChosen] = useState<ReadonlySet<string>>(new Set(props.granted));
+  const [error, setError] = useState<string | undefined>(undefined);
+  const [busy, setBusy] = useState(false);
+  const title = props.role === undefined ? 'Create a role' : `Edit ${props.role}`;
+  return (
+    <form
+      class="panel admin-form"
+      aria-label={title}
+      onSubmit={(event) => {
+        event.preventDefault();
+        void (async () => {
+          setBusy(true);
+          const failed = await attempt(() => api.setRole(name.trim(), [...chosen]));
+          setBusy(false);
+          setError(failed);
+          if (failed === undefined) await props.onDone();
+        })();
+      }}
+    >
+      <h2>{title}</h2>
+      <label class="field">
+        Role name
+        <input
+          name="role"
+          value={name}
+          required
+          maxLength={128}
+          readOnly={props.role !== undefined}
+          onInput={(e) => setName(e.currentTarget.value)}
+        />
+      </label>
+      <fieldset>
+        <legend>Permissions</legend>
+        <div class="checks">
+          {props.permissions.map((permission) => (
+            <label key={permission}>
+              <input
+                type="checkbox"
+                name="permission"
+                value={permission}
+                checked={chosen.has(permission)}
+                onChange={(e) => {
+                  const next = new Set(chosen);
+                  if (e.currentTarget.checked) next.add(permission);
+                  else next.delete(permission);
+                  setChosen(next);
+                }}
+              />
+              {permission}
+            </label>
+          ))}
+        </div>
+      </fieldset>
+      {error !== undefined && (
+        <p class="field-error" role="alert">
+          {error}
+        </p>
+      )}
+      <div class="actions">
+        <button type="submit" class="button primary" disabled={busy || name.trim() === ''}>
+          {props.role === undefined ? 'Create role' : 'Save'}
+        </button>
+        {props.role !== undefined && (
+          <button type="button" onClick={() => void props.onDone()}>
+            Cancel
+          </button>
+        )}
+      </div>
+    </form>
+  );
+}
