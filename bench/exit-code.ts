@@ -39,9 +39,22 @@ function appArgv(fifo: string): string[] {
   return ['sh', '-c', `read line < ${fifo}; exit ${EXIT_CODE}`];
 }
 
-/** Lets the app (blocked on the FIFO) go on and exit; throws if nothing reads the FIFO. */
+/** Lets the app (blocked on the FIFO) go on and exit, once it has opened the FIFO to read. */
 async function release(fifo: string, pid: number): Promise<void> {
-  const fd = openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK); // ENXIO: no reader
+  // ENXIO until a reader has the FIFO open: the app may not have reached its `read` yet.
+  const fd = await waitFor(
+    `the app (pid ${pid}) to open its FIFO`,
+    () => {
+      try {
+        return openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'ENXIO') return undefined;
+        throw error;
+      }
+    },
+    10_000,
+    5,
+  );
   try {
     writeSync(fd, 'go\n');
   } finally {

@@ -116,7 +116,7 @@ case $action in
     [[ $# -eq 0 ]] || die 2 'usage: svc-auth.sh admin-ui'
     # The administration UI program idles without a listener when SVC_AUTH_ADMIN_UI=off, so that the
     # system application stays up for health checks.
-    SVC_HOME=$svc_home exec "$(node_bin)" "$install_root/packages/identity/bin/svc-auth-admin.ts"
+    SVC_HOME=$svc_home exec "$(node_bin)" "$install_root/packages/identity/bin/svc-auth-admin.js"
     ;;
   -h | --help | help) usage ;;
   *) die 2 "unknown action '$action' (svc-auth.sh --help lists the actions)" ;;

@@ -3,8 +3,12 @@
 // (packages/daemon/dist/svc-agent.mjs, built together with svcd's), rebuilding it first when any of
 // its sources is newer. Plain JavaScript, like svcd's launcher: running the TypeScript sources
 // directly would load Node's type stripper (~37 MiB resident) into a process every daemon runs.
-import { pathToFileURL } from 'node:url';
+// Builtins through `require`, never an ES import (../../daemon/build/bundle.js says why).
+import { createRequire } from 'node:module';
 import { AGENT_BUNDLE, ensureBundle } from '../../daemon/build/bundle.js';
+
+/** @type {typeof import('node:url')} */
+const { pathToFileURL } = createRequire(import.meta.url)('node:url');
 
 ensureBundle();
 await import(pathToFileURL(AGENT_BUNDLE).href);

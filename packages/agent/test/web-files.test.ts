@@ -123,6 +123,33 @@ function rawGet(
   });
 }
 
+describe('no web UI installed', () => {
+  it('answers every web path with a clear 404 when the build folder does not exist', async () => {
+    const res = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const missing = createServer((req, response) => {
+        serveWebFile(join(dir, 'no-such-dist'), 'index.html', req, response).catch((error: SvcError) =>
+          response.writeHead(error.status).end(JSON.stringify(error.toBody())),
+        );
+      });
+      missing.listen(0, '127.0.0.1', () => {
+        get(`http://127.0.0.1:${(missing.address() as AddressInfo).port}/`, (r) => {
+          const chunks: Buffer[] = [];
+          r.on('data', (chunk: Buffer) => chunks.push(chunk));
+          r.on('end', () => {
+            missing.close();
+            resolve({ status: r.statusCode ?? 0, body: Buffer.concat(chunks).toString() });
+          });
+        }).on('error', reject);
+      });
+    });
+    expect(res.status).toBe(404);
+    expect(JSON.parse(res.body)).toEqual({
+      error: 'not_found',
+      message: 'the web UI is not installed (packages/web/dist does not exist)',
+    });
+  });
+});
+
 describe('precompressed web UI files', () => {
   it('sends the brotli copy to a browser that accepts br, gzip to one that accepts only gzip, identity otherwise', async () => {
     const br = await rawGet('/assets/app-3f2a.js', { 'accept-encoding': 'gzip, deflate, br, zstd' });

@@ -3,9 +3,13 @@
 // runs the esbuild bundle of bin/svcd.ts (packages/daemon/dist/svcd.mjs), rebuilding it first when
 // any of its sources is newer (build/bundle.js), so the bundle can never be stale. Plain JavaScript:
 // running the TypeScript sources directly would load Node's type stripper (~37 MiB resident).
-import process from 'node:process';
-import { pathToFileURL } from 'node:url';
+// `process` is the global and builtins come through `require` (build/bundle.js says why).
+import { createRequire } from 'node:module';
+/* global process -- the global, not an ES import of node:process */
 import { ensureBundle } from '../build/bundle.js';
+
+/** @type {typeof import('node:url')} */
+const { pathToFileURL } = createRequire(import.meta.url)('node:url');
 
 // glibc gives each thread that allocates its own malloc arena (libuv's pool, V8's workers): with
 // two arenas svcd holds ~4 MiB less at 200 apps (91.5 -> 87.9 MiB RSS, 38.5 -> 34.9 MiB anonymous;

@@ -3,9 +3,10 @@
 // idle (no listener) until SIGTERM so that the system app stays up for health checks.
 import { join, resolve } from 'node:path';
 import { runAdminUiProgram } from '../src/admin/program.ts';
+import { INSTALL_ROOT } from '../src/install-root.ts';
 
-/** The install root: SVC_HOME, else the repository root (three levels above packages/identity/bin). */
-const home = resolve(process.env['SVC_HOME'] || join(import.meta.dirname, '..', '..', '..'));
+/** SVC_HOME, else the installation root (the repository root). */
+const home = resolve(process.env['SVC_HOME'] || INSTALL_ROOT);
 
 try {
   const program = await runAdminUiProgram({

@@ -8,7 +8,7 @@
 // work/auth/secrets/ (validated at each start: a pending password becomes active here). Bound ports
 // go to work/ports.identity.json, which svcd merges into work/ports.json.
 import { rm } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import {
   startAdminGrpcServer,
   AdminService,
@@ -17,10 +17,11 @@ import {
 } from '../src/admin/index.ts';
 import { loadCredentials, loadMasterKey, writeFileAtomic } from '../src/credentials/index.ts';
 import { IdentityState, loadIdentitySettings, startIdentityServer } from '../src/provider/index.ts';
+import { INSTALL_ROOT } from '../src/install-root.ts';
 import { UserStore } from '../src/store/user-store.ts';
 
-/** Default SVC_HOME: the repository root (three levels above packages/identity/bin). */
-const DEFAULT_HOME = resolve(import.meta.dirname, '..', '..', '..');
+/** Default SVC_HOME: the installation root (the repository root). */
+const DEFAULT_HOME = INSTALL_ROOT;
 
 function log(level: string, message: string, fields: Record<string, unknown> = {}): void {
   process.stdout.write(JSON.stringify({ time: new Date().toISOString(), level, message, ...fields }) + '\n');

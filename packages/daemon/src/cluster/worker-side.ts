@@ -4,7 +4,7 @@
 // of the /svc/cluster/* operations.
 import type { Logger } from '../log/logger.ts';
 import type { ClusterApps } from '../supervisor/cluster-apps.ts';
-import { Etcd3 } from 'etcd3';
+import type { Etcd3 } from 'etcd3';
 import { readTls, type ClusterNode } from './cluster.ts';
 import { etcdClientOptions } from './session.ts';
 import { createClusterApi, type ClusterApi } from './cluster-api.ts';
@@ -28,6 +28,9 @@ export async function startWorkerSide(
   logger: Logger,
 ): Promise<WorkerSide> {
   const tls = await readTls(node.config.tls);
+  // Imported here, not at the top: a static import of etcd3 (external to the bundle) is hoisted to
+  // the bundle's first line and would load etcd3, gRPC and protobufjs into every stand-alone svcd.
+  const { Etcd3 } = await import('etcd3');
   const watchClient = (): Etcd3 => new Etcd3(etcdClientOptions(node.config.urls, tls));
   // Reads of this side (and the API's calls) go through a client of their own: during an etcd outage
   // their failures open the client's circuit breaker, which on the session's client would also hold

@@ -2,9 +2,11 @@
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
+import { INSTALL_ROOT } from '../install-root.ts';
 import type { AdminUser, OAuthClientInfo } from './service.ts';
 
-export const ADMIN_PROTO_PATH = join(import.meta.dirname, 'admin.proto');
+// From the installation root: the bundles (packages/daemon/dist) load it at run time as well.
+export const ADMIN_PROTO_PATH = join(INSTALL_ROOT, 'packages/identity/src/admin/admin.proto');
 
 export const SERVICE_NAMES = ['Passwords', 'Clients', 'Sessions', 'Mfa'] as const;
 export type AdminServiceName = (typeof SERVICE_NAMES)[number];

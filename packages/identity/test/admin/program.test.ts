@@ -10,7 +10,7 @@ import { parseAdminUiListen } from '../../src/admin/listen.ts';
 import { adminUiEnabled } from '../../src/admin/program.ts';
 import { startAdminFixture, type AdminFixture } from './fixture.ts';
 
-const BIN = join(import.meta.dirname, '..', '..', 'bin', 'svc-auth-admin.ts');
+const BIN = join(import.meta.dirname, '..', '..', 'bin', 'svc-auth-admin.js');
 
 let fixture: AdminFixture;
 beforeAll(async () => {

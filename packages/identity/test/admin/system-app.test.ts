@@ -27,7 +27,7 @@ describe('system application authadmin', () => {
     expect(bundled).toMatchObject({
       name: 'authadmin',
       system: true,
-      command: 'node packages/identity/bin/svc-auth-admin.ts',
+      command: 'node --max-semi-space-size=1 packages/identity/bin/svc-auth-admin.js',
     });
   });
 

@@ -86,6 +86,7 @@ describe('docker build context (.dockerignore)', () => {
       'apps/authadmin.yaml',
       'packages/daemon/build/build.js',
       'packages/identity/bin/svc-identity.ts',
+      'packages/identity/bin/svc-identity.js',
       'script/svc-auth.sh',
     ])
       expect(context).toContain(needed);

@@ -10,7 +10,7 @@ import { bootstrapCredentials, loadCredentials } from '../../src/credentials/boo
 
 const ROOT = resolve(import.meta.dirname, '../../../..');
 const SCRIPT = join(ROOT, 'script/svc-auth.sh');
-const IDENTITY = join(ROOT, 'packages/identity/bin/svc-identity.ts');
+const IDENTITY = join(ROOT, 'packages/identity/bin/svc-identity.js');
 
 let home: string;
 let provider: ChildProcess | undefined;

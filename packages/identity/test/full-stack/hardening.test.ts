@@ -105,7 +105,7 @@ async function identityPid(): Promise<number | undefined> {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const cmdline = await readFile(`/proc/${entry}/cmdline`, 'utf8');
-      if (!cmdline.includes('packages/identity/bin/svc-identity.ts')) continue;
+      if (!cmdline.includes('packages/identity/bin/svc-identity.js')) continue;
       const environ = (await readFile(`/proc/${entry}/environ`, 'utf8')).split('\0');
       if (environ.includes(`SVC_HOME=${stack.home}`)) return Number(entry);
     } catch {
