@@ -5,6 +5,7 @@
 import { useState } from 'preact/hooks';
 import { can, self } from '../access.ts';
 import { api } from '../api.ts';
+import { AdminForm, CheckboxSet } from '../components/admin-form.tsx';
 import { ConfirmButton } from '../components/confirm-button.tsx';
 import { attempt, useResource } from '../admin/use-resource.ts';
 import type { ViewProps } from '../views.ts';
@@ -124,31 +125,16 @@ function PrincipalForm(props: {
 }) {
   const [id, setId] = useState(props.editing?.principal_id ?? '');
   const [chosen, setChosen] = useState<ReadonlySet<string>>(new Set(props.editing?.roles ?? []));
-  const [error, setError] = useState<string | undefined>(undefined);
-  const [busy, setBusy] = useState(false);
   const roles = [...new Set([...props.roles, ...chosen])].sort();
-  const toggle = (role: string, on: boolean) => {
-    const next = new Set(chosen);
-    if (on) next.add(role);
-    else next.delete(role);
-    setChosen(next);
-  };
   return (
-    <form
-      class="panel admin-form"
-      aria-label={props.editing === undefined ? 'Add a principal' : `Edit ${props.editing.principal_id}`}
-      onSubmit={(event) => {
-        event.preventDefault();
-        void (async () => {
-          setBusy(true);
-          const failed = await attempt(() => api.setPrincipalRoles(id.trim(), [...chosen]));
-          setBusy(false);
-          setError(failed);
-          if (failed === undefined) await props.onDone();
-        })();
-      }}
+    <AdminForm
+      title={props.editing === undefined ? 'Add a principal' : `Edit ${props.editing.principal_id}`}
+      save={() => api.setPrincipalRoles(id.trim(), [...chosen])}
+      onDone={props.onDone}
+      editing={props.editing !== undefined}
+      submitLabel="Add principal"
+      incomplete={id.trim() === ''}
     >
-      <h2>{props.editing === undefined ? 'Add a principal' : `Edit ${props.editing.principal_id}`}</h2>
       <label class="field">
         Principal id
         <input
@@ -164,38 +150,7 @@ function PrincipalForm(props: {
           A built-in user's id, an external issuer's subject, or <code>client:&lt;client id&gt;</code>.
         </span>
       </label>
-      <fieldset>
-        <legend>Roles</legend>
-        <div class="checks">
-          {roles.map((role) => (
-            <label key={role}>
-              <input
-                type="checkbox"
-                name="role"
-                value={role}
-                checked={chosen.has(role)}
-                onChange={(e) => toggle(role, e.currentTarget.checked)}
-              />
-              {role}
-            </label>
-          ))}
-        </div>
-      </fieldset>
-      {error !== undefined && (
-        <p class="field-error" role="alert">
-          {error}
-        </p>
-      )}
-      <div class="actions">
-        <button type="submit" class="button primary" disabled={busy || id.trim() === ''}>
-          {props.editing === undefined ? 'Add principal' : 'Save'}
-        </button>
-        {props.editing !== undefined && (
-          <button type="button" onClick={() => void props.onDone()}>
-            Cancel
-          </button>
-        )}
-      </div>
-    </form>
+      <CheckboxSet legend="Roles" name="role" options={roles} chosen={chosen} onChange={setChosen} />
+    </AdminForm>
   );
 }

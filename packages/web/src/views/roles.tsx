@@ -4,6 +4,7 @@
 import { useState } from 'preact/hooks';
 import { can } from '../access.ts';
 import { api } from '../api.ts';
+import { AdminForm, CheckboxSet } from '../components/admin-form.tsx';
 import { ConfirmButton } from '../components/confirm-button.tsx';
 import { attempt, useResource } from '../admin/use-resource.ts';
 import type { ViewProps } from '../views.ts';
@@ -102,25 +103,15 @@ function RoleForm(props: {
 }) {
   const [name, setName] = useState(props.role ?? '');
   const [chosen, setChosen] = useState<ReadonlySet<string>>(new Set(props.granted));
-  const [error, setError] = useState<string | undefined>(undefined);
-  const [busy, setBusy] = useState(false);
-  const title = props.role === undefined ? 'Create a role' : `Edit ${props.role}`;
   return (
-    <form
-      class="panel admin-form"
-      aria-label={title}
-      onSubmit={(event) => {
-        event.preventDefault();
-        void (async () => {
-          setBusy(true);
-          const failed = await attempt(() => api.setRole(name.trim(), [...chosen]));
-          setBusy(false);
-          setError(failed);
-          if (failed === undefined) await props.onDone();
-        })();
-      }}
+    <AdminForm
+      title={props.role === undefined ? 'Create a role' : `Edit ${props.role}`}
+      save={() => api.setRole(name.trim(), [...chosen])}
+      onDone={props.onDone}
+      editing={props.role !== undefined}
+      submitLabel="Create role"
+      incomplete={name.trim() === ''}
     >
-      <h2>{title}</h2>
       <label class="field">
         Role name
         <input
@@ -132,43 +123,13 @@ function RoleForm(props: {
           onInput={(e) => setName(e.currentTarget.value)}
         />
       </label>
-      <fieldset>
-        <legend>Permissions</legend>
-        <div class="checks">
-          {props.permissions.map((permission) => (
-            <label key={permission}>
-              <input
-                type="checkbox"
-                name="permission"
-                value={permission}
-                checked={chosen.has(permission)}
-                onChange={(e) => {
-                  const next = new Set(chosen);
-                  if (e.currentTarget.checked) next.add(permission);
-                  else next.delete(permission);
-                  setChosen(next);
-                }}
-              />
-              {permission}
-            </label>
-          ))}
-        </div>
-      </fieldset>
-      {error !== undefined && (
-        <p class="field-error" role="alert">
-          {error}
-        </p>
-      )}
-      <div class="actions">
-        <button type="submit" class="button primary" disabled={busy || name.trim() === ''}>
-          {props.role === undefined ? 'Create role' : 'Save'}
-        </button>
-        {props.role !== undefined && (
-          <button type="button" onClick={() => void props.onDone()}>
-            Cancel
-          </button>
-        )}
-      </div>
-    </form>
+      <CheckboxSet
+        legend="Permissions"
+        name="permission"
+        options={props.permissions}
+        chosen={chosen}
+        onChange={setChosen}
+      />
+    </AdminForm>
   );
 }

@@ -1,0 +1,91 @@
+// The form shape the administration views share: a titled panel whose submit runs one change
+// against the daemon, shows the daemon's refusal beside the buttons, and reports success; and a
+// set of checkboxes choosing some of a list (a principal's roles, a role's permissions).
+import type { ComponentChildren } from 'preact';
+import { useState } from 'preact/hooks';
+import { attempt } from '../admin/use-resource.ts';
+
+export function AdminForm(props: {
+  title: string;
+  /** The change to make; its error message is shown in the form. */
+  save: () => Promise<unknown>;
+  /** After a successful save, and on Cancel. */
+  onDone: () => Promise<void>;
+  /** Editing an existing record: the submit says "Save" and a Cancel button is shown. */
+  editing: boolean;
+  submitLabel: string;
+  /** The submit is disabled while this holds (e.g. a required field is empty). */
+  incomplete: boolean;
+  children: ComponentChildren;
+}) {
+  const [error, setError] = useState<string | undefined>(undefined);
+  const [busy, setBusy] = useState(false);
+  return (
+    <form
+      class="panel admin-form"
+      aria-label={props.title}
+      onSubmit={(event) => {
+        event.preventDefault();
+        void (async () => {
+          setBusy(true);
+          const failed = await attempt(props.save);
+          setBusy(false);
+          setError(failed);
+          if (failed === undefined) await props.onDone();
+        })();
+      }}
+    >
+      <h2>{props.title}</h2>
+      {props.children}
+      {error !== undefined && (
+        <p class="field-error" role="alert">
+          {error}
+        </p>
+      )}
+      <div class="actions">
+        <button type="submit" class="button primary" disabled={busy || props.incomplete}>
+          {props.editing ? 'Save' : props.submitLabel}
+        </button>
+        {props.editing && (
+          <button type="button" onClick={() => void props.onDone()}>
+            Cancel
+          </button>
+        )}
+      </div>
+    </form>
+  );
+}
+
+/** Checkboxes for `options`, checked for those in `chosen`; `onChange` gets the new set. */
+export function CheckboxSet(props: {
+  legend: string;
+  name: string;
+  options: readonly string[];
+  chosen: ReadonlySet<string>;
+  onChange: (next: ReadonlySet<string>) => void;
+}) {
+  return (
+    <fieldset>
+      <legend>{props.legend}</legend>
+      <div class="checks">
+        {props.options.map((option) => (
+          <label key={option}>
+            <input
+              type="checkbox"
+              name={props.name}
+              value={option}
+              checked={props.chosen.has(option)}
+              onChange={(e) => {
+                const next = new Set(props.chosen);
+                if (e.currentTarget.checked) next.add(option);
+                else next.delete(option);
+                props.onChange(next);
+              }}
+            />
+            {option}
+          </label>
+        ))}
+      </div>
+    </fieldset>
+  );
+}
