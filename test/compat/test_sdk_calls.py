@@ -252,11 +252,21 @@ def test_delete_during_run_wait_s8(client, served, transport):
             outcome["exit"] = waiter_client.wait_for_async_run(run, lambda *_: waiting.set(), timeout=60)
         except svc.SvcError as error:
             outcome["error"] = error
+        except Exception as error:  # kept for the failure message below, not swallowed
+            outcome["unexpected"] = error
 
     waiter = threading.Thread(target=wait)
     waiter.start()
     try:
-        assert waiting.wait(30), "the wait never saw the run's output"
+        if not waiting.wait(30):
+            # Say what the wait did instead (ended with an exit code or an error, or still polling)
+            # and what the daemon says of the run, so a failure here can be told apart.
+            app = client.get_app(run.app_name)
+            raise AssertionError(
+                f"the wait never saw the run's output: outcome {outcome!r}, waiter alive "
+                f"{waiter.is_alive()}, app pid {app.pid} starts {app.starts} return_code "
+                f"{app.return_code} last_error {getattr(app, 'last_error', None)!r}"
+            )
         client.delete_app(run.app_name)
         waiter.join(90)
         assert not waiter.is_alive()
