@@ -3,6 +3,7 @@
 import { useState } from 'preact/hooks';
 import { can } from '../access.ts';
 import { api } from '../api.ts';
+import { AdminTable } from '../components/admin.tsx';
 import { ConfirmButton } from '../components/confirm-button.tsx';
 import { attempt, useResource } from '../admin/use-resource.ts';
 import type { ViewProps } from '../views.ts';
@@ -10,109 +11,93 @@ import type { ViewProps } from '../views.ts';
 export default function Labels(_props: ViewProps) {
   const labels = useResource(() => api.listLabels());
   const [error, setError] = useState<string | undefined>(undefined);
-  const [key, setKey] = useState('');
-  const [value, setValue] = useState('');
-  const [busy, setBusy] = useState(false);
   const entries = Object.entries(labels.data ?? {}).sort(([a], [b]) => a.localeCompare(b));
   const mayDelete = can('deleteLabel');
 
   return (
-    <section class="admin">
-      <div class="toolbar">
-        <h1>Labels</h1>
-      </div>
-      {(labels.error ?? error) !== undefined && (
-        <p class="note error" role="alert">
-          {labels.error ?? error}
-        </p>
+    <AdminTable
+      title="Labels"
+      error={labels.error ?? error}
+      loading={labels.loading}
+      columns={mayDelete ? ['Key', 'Value', 'Actions'] : ['Key', 'Value']}
+      after={can('setLabel') && <LabelForm onError={setError} onAdded={labels.reload} />}
+    >
+      {entries.length === 0 && !labels.loading && (
+        <tr>
+          <td colSpan={3} class="muted">
+            No labels.
+          </td>
+        </tr>
       )}
-      <div class="table-wrap">
-        <table class="grid" aria-label="Labels" aria-busy={labels.loading}>
-          <thead>
-            <tr>
-              <th scope="col">Key</th>
-              <th scope="col">Value</th>
-              {mayDelete && <th scope="col">Actions</th>}
-            </tr>
-          </thead>
-          <tbody>
-            {entries.length === 0 && !labels.loading && (
-              <tr>
-                <td colSpan={3} class="muted">
-                  No labels.
-                </td>
-              </tr>
-            )}
-            {entries.map(([k, v]) => (
-              <tr key={k} data-label={k}>
-                <td class="mono">{k}</td>
-                <td class="mono">{v}</td>
-                {mayDelete && (
-                  <td>
-                    <div class="row-actions">
-                      <ConfirmButton
-                        label="Delete"
-                        danger
-                        question={`Delete label ${k}?`}
-                        onConfirm={async () => {
-                          setError(await attempt(() => api.deleteLabel(k)));
-                          await labels.reload();
-                        }}
-                      />
-                    </div>
-                  </td>
-                )}
-              </tr>
-            ))}
-          </tbody>
-        </table>
+      {entries.map(([k, v]) => (
+        <tr key={k} data-label={k}>
+          <td class="mono">{k}</td>
+          <td class="mono">{v}</td>
+          {mayDelete && (
+            <td>
+              <div class="row-actions">
+                <ConfirmButton
+                  label="Delete"
+                  danger
+                  question={`Delete label ${k}?`}
+                  onConfirm={async () => {
+                    setError(await attempt(() => api.deleteLabel(k)));
+                    await labels.reload();
+                  }}
+                />
+              </div>
+            </td>
+          )}
+        </tr>
+      ))}
+    </AdminTable>
+  );
+}
+
+/** The form that adds a label; a refusal goes to the page's alert (`onError`). */
+function LabelForm(props: { onError: (message: string | undefined) => void; onAdded: () => Promise<void> }) {
+  const [key, setKey] = useState('');
+  const [value, setValue] = useState('');
+  const [busy, setBusy] = useState(false);
+  return (
+    <form
+      class="panel admin-form inline"
+      aria-label="Add a label"
+      onSubmit={(event) => {
+        event.preventDefault();
+        void (async () => {
+          setBusy(true);
+          const failed = await attempt(() => api.setLabel(key.trim(), value));
+          setBusy(false);
+          props.onError(failed);
+          if (failed === undefined) {
+            setKey('');
+            setValue('');
+            await props.onAdded();
+          }
+        })();
+      }}
+    >
+      <h2>Add a label</h2>
+      <label class="field">
+        Key
+        <input
+          name="key"
+          value={key}
+          required
+          maxLength={128}
+          onInput={(e) => setKey(e.currentTarget.value)}
+        />
+      </label>
+      <label class="field">
+        Value
+        <input name="value" value={value} maxLength={1024} onInput={(e) => setValue(e.currentTarget.value)} />
+      </label>
+      <div class="actions">
+        <button type="submit" class="button primary" disabled={busy || key.trim() === ''}>
+          Add label
+        </button>
       </div>
-      {can('setLabel') && (
-        <form
-          class="panel admin-form inline"
-          aria-label="Add a label"
-          onSubmit={(event) => {
-            event.preventDefault();
-            void (async () => {
-              setBusy(true);
-              const failed = await attempt(() => api.setLabel(key.trim(), value));
-              setBusy(false);
-              setError(failed);
-              if (failed === undefined) {
-                setKey('');
-                setValue('');
-                await labels.reload();
-              }
-            })();
-          }}
-        >
-          <h2>Add a label</h2>
-          <label class="field">
-            Key
-            <input
-              name="key"
-              value={key}
-              required
-              maxLength={128}
-              onInput={(e) => setKey(e.currentTarget.value)}
-            />
-          </label>
-          <label class="field">
-            Value
-            <input
-              name="value"
-              value={value}
-              maxLength={1024}
-              onInput={(e) => setValue(e.currentTarget.value)}
-            />
-          </label>
-          <div class="actions">
-            <button type="submit" class="button primary" disabled={busy || key.trim() === ''}>
-              Add label
-            </button>
-          </div>
-        </form>
-      )}
-    </section>
+    </form>
   );
 }

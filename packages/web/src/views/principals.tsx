@@ -5,7 +5,7 @@
 import { useState } from 'preact/hooks';
 import { can, self } from '../access.ts';
 import { api } from '../api.ts';
-import { AdminForm, CheckboxSet } from '../components/admin-form.tsx';
+import { AdminForm, AdminTable, CheckboxSet } from '../components/admin.tsx';
 import { ConfirmButton } from '../components/confirm-button.tsx';
 import { attempt, useResource } from '../admin/use-resource.ts';
 import type { ViewProps } from '../views.ts';
@@ -31,90 +31,70 @@ export default function Principals(_props: ViewProps) {
   const mayDelete = can('deletePrincipal');
 
   return (
-    <section class="admin">
-      <div class="toolbar">
-        <h1>Principals</h1>
-      </div>
-      <p class="note">
-        A principal is whoever a token names; its roles decide what it may do. Deleting one tombstones it: its
-        tokens are refused from then on.
-      </p>
-      {(principals.error ?? error) !== undefined && (
-        <p class="note error" role="alert">
-          {principals.error ?? error}
-        </p>
-      )}
-      <div class="table-wrap">
-        <table class="grid" aria-label="Principals" aria-busy={principals.loading}>
-          <thead>
-            <tr>
-              <th scope="col">Principal</th>
-              <th scope="col">Roles</th>
-              <th scope="col">Status</th>
-              {(mayEdit || mayDelete) && <th scope="col">Actions</th>}
-            </tr>
-          </thead>
-          <tbody>
-            {list.map((p) => (
-              <tr key={p.principal_id} data-principal={p.principal_id}>
-                <td class="mono">{p.principal_id}</td>
-                <td>
-                  {p.roles.length === 0 ? (
-                    <span class="muted">none</span>
-                  ) : (
-                    p.roles.map((r) => (
-                      <span key={r} class="badge">
-                        {r}
-                      </span>
-                    ))
-                  )}
-                </td>
-                <td>
-                  <span class={p.status === 'active' ? 'badge ok' : 'badge bad'}>{p.status}</span>
-                </td>
-                {(mayEdit || mayDelete) && (
-                  <td>
-                    <div class="row-actions">
-                      {mayEdit && (
-                        <button
-                          type="button"
-                          onClick={() => setEditing(p)}
-                          aria-label={`Edit ${p.principal_id}`}
-                        >
-                          Edit
-                        </button>
-                      )}
-                      {mayDelete && p.status === 'active' && p.principal_id !== self.value?.principal_id && (
-                        <ConfirmButton
-                          label="Delete"
-                          danger
-                          question={`Delete principal ${p.principal_id}? Its tokens are refused from then on.`}
-                          onConfirm={async () => {
-                            setError(await attempt(() => api.deletePrincipal(p.principal_id)));
-                            await principals.reload();
-                          }}
-                        />
-                      )}
-                    </div>
-                  </td>
+    <AdminTable
+      title="Principals"
+      note="A principal is whoever a token names; its roles decide what it may do. Deleting one tombstones it: its tokens are refused from then on."
+      error={principals.error ?? error}
+      loading={principals.loading}
+      columns={
+        mayEdit || mayDelete ? ['Principal', 'Roles', 'Status', 'Actions'] : ['Principal', 'Roles', 'Status']
+      }
+      after={
+        mayEdit && (
+          <PrincipalForm
+            key={editing?.principal_id ?? 'new'}
+            editing={editing}
+            roles={roles.data ?? []}
+            onDone={async () => {
+              setEditing(undefined);
+              await principals.reload();
+            }}
+          />
+        )
+      }
+    >
+      {list.map((p) => (
+        <tr key={p.principal_id} data-principal={p.principal_id}>
+          <td class="mono">{p.principal_id}</td>
+          <td>
+            {p.roles.length === 0 ? (
+              <span class="muted">none</span>
+            ) : (
+              p.roles.map((r) => (
+                <span key={r} class="badge">
+                  {r}
+                </span>
+              ))
+            )}
+          </td>
+          <td>
+            <span class={p.status === 'active' ? 'badge ok' : 'badge bad'}>{p.status}</span>
+          </td>
+          {(mayEdit || mayDelete) && (
+            <td>
+              <div class="row-actions">
+                {mayEdit && (
+                  <button type="button" onClick={() => setEditing(p)} aria-label={`Edit ${p.principal_id}`}>
+                    Edit
+                  </button>
                 )}
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
-      {mayEdit && (
-        <PrincipalForm
-          key={editing?.principal_id ?? 'new'}
-          editing={editing}
-          roles={roles.data ?? []}
-          onDone={async () => {
-            setEditing(undefined);
-            await principals.reload();
-          }}
-        />
-      )}
-    </section>
+                {mayDelete && p.status === 'active' && p.principal_id !== self.value?.principal_id && (
+                  <ConfirmButton
+                    label="Delete"
+                    danger
+                    question={`Delete principal ${p.principal_id}? Its tokens are refused from then on.`}
+                    onConfirm={async () => {
+                      setError(await attempt(() => api.deletePrincipal(p.principal_id)));
+                      await principals.reload();
+                    }}
+                  />
+                )}
+              </div>
+            </td>
+          )}
+        </tr>
+      ))}
+    </AdminTable>
   );
 }
 

@@ -4,7 +4,7 @@
 import { useState } from 'preact/hooks';
 import { can } from '../access.ts';
 import { api } from '../api.ts';
-import { AdminForm, CheckboxSet } from '../components/admin-form.tsx';
+import { AdminForm, AdminTable, CheckboxSet } from '../components/admin.tsx';
 import { ConfirmButton } from '../components/confirm-button.tsx';
 import { attempt, useResource } from '../admin/use-resource.ts';
 import type { ViewProps } from '../views.ts';
@@ -24,74 +24,60 @@ export default function Roles(_props: ViewProps) {
   const mayDelete = can('deleteRole');
 
   return (
-    <section class="admin">
-      <div class="toolbar">
-        <h1>Roles</h1>
-      </div>
-      {(roles.error ?? error) !== undefined && (
-        <p class="note error" role="alert">
-          {roles.error ?? error}
-        </p>
-      )}
-      <div class="table-wrap">
-        <table class="grid" aria-label="Roles" aria-busy={roles.loading}>
-          <thead>
-            <tr>
-              <th scope="col">Role</th>
-              <th scope="col">Permissions</th>
-              {(mayEdit || mayDelete) && <th scope="col">Actions</th>}
-            </tr>
-          </thead>
-          <tbody>
-            {entries.map(([role, granted]) => (
-              <tr key={role} data-role={role}>
-                <td class="mono">
-                  {role}
-                  {BUILT_IN.test(role) && <span class="badge muted">built-in</span>}
-                </td>
-                <td class="permissions">
-                  {granted.length === 0 ? <span class="muted">none</span> : granted.join(', ')}
-                </td>
-                {(mayEdit || mayDelete) && (
-                  <td>
-                    <div class="row-actions">
-                      {!BUILT_IN.test(role) && mayEdit && (
-                        <button type="button" aria-label={`Edit ${role}`} onClick={() => setEditing(role)}>
-                          Edit
-                        </button>
-                      )}
-                      {!BUILT_IN.test(role) && mayDelete && (
-                        <ConfirmButton
-                          label="Delete"
-                          danger
-                          question={`Delete role ${role}?`}
-                          onConfirm={async () => {
-                            setError(await attempt(() => api.deleteRole(role)));
-                            await roles.reload();
-                          }}
-                        />
-                      )}
-                    </div>
-                  </td>
+    <AdminTable
+      title="Roles"
+      error={roles.error ?? error}
+      loading={roles.loading}
+      columns={mayEdit || mayDelete ? ['Role', 'Permissions', 'Actions'] : ['Role', 'Permissions']}
+      after={
+        mayEdit && (
+          <RoleForm
+            key={editing ?? 'new'}
+            role={editing}
+            granted={editing === undefined ? [] : (roles.data?.[editing] ?? [])}
+            permissions={known}
+            onDone={async () => {
+              setEditing(undefined);
+              await roles.reload();
+            }}
+          />
+        )
+      }
+    >
+      {entries.map(([role, granted]) => (
+        <tr key={role} data-role={role}>
+          <td class="mono">
+            {role}
+            {BUILT_IN.test(role) && <span class="badge muted">built-in</span>}
+          </td>
+          <td class="permissions">
+            {granted.length === 0 ? <span class="muted">none</span> : granted.join(', ')}
+          </td>
+          {(mayEdit || mayDelete) && (
+            <td>
+              <div class="row-actions">
+                {!BUILT_IN.test(role) && mayEdit && (
+                  <button type="button" aria-label={`Edit ${role}`} onClick={() => setEditing(role)}>
+                    Edit
+                  </button>
                 )}
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
-      {mayEdit && (
-        <RoleForm
-          key={editing ?? 'new'}
-          role={editing}
-          granted={editing === undefined ? [] : (roles.data?.[editing] ?? [])}
-          permissions={known}
-          onDone={async () => {
-            setEditing(undefined);
-            await roles.reload();
-          }}
-        />
-      )}
-    </section>
+                {!BUILT_IN.test(role) && mayDelete && (
+                  <ConfirmButton
+                    label="Delete"
+                    danger
+                    question={`Delete role ${role}?`}
+                    onConfirm={async () => {
+                      setError(await attempt(() => api.deleteRole(role)));
+                      await roles.reload();
+                    }}
+                  />
+                )}
+              </div>
+            </td>
+          )}
+        </tr>
+      ))}
+    </AdminTable>
   );
 }
 

@@ -1,9 +1,53 @@
-// The form shape the administration views share: a titled panel whose submit runs one change
-// against the daemon, shows the daemon's refusal beside the buttons, and reports success; and a
-// set of checkboxes choosing some of a list (a principal's roles, a role's permissions).
+// The shapes the administration views share: a page listing records in a table (its title, the
+// load or change error, the column heads); a titled form whose submit runs one change against the
+// daemon, shows the daemon's refusal beside the buttons, and reports success; and a set of
+// checkboxes choosing some of a list (a principal's roles, a role's permissions).
 import type { ComponentChildren } from 'preact';
 import { useState } from 'preact/hooks';
 import { attempt } from '../admin/use-resource.ts';
+
+/** An administration page: title, optional note, the error, the records' table, then `after`. */
+export function AdminTable(props: {
+  title: string;
+  note?: ComponentChildren;
+  /** The load error or the last change's refusal, shown above the table. */
+  error: string | undefined;
+  loading: boolean;
+  columns: readonly string[];
+  /** The table's rows. */
+  children: ComponentChildren;
+  /** Below the table: the page's form, when the principal may use it. */
+  after?: ComponentChildren;
+}) {
+  return (
+    <section class="admin">
+      <div class="toolbar">
+        <h1>{props.title}</h1>
+      </div>
+      {props.note !== undefined && <p class="note">{props.note}</p>}
+      {props.error !== undefined && (
+        <p class="note error" role="alert">
+          {props.error}
+        </p>
+      )}
+      <div class="table-wrap">
+        <table class="grid" aria-label={props.title} aria-busy={props.loading}>
+          <thead>
+            <tr>
+              {props.columns.map((column) => (
+                <th key={column} scope="col">
+                  {column}
+                </th>
+              ))}
+            </tr>
+          </thead>
+          <tbody>{props.children}</tbody>
+        </table>
+      </div>
+      {props.after}
+    </section>
+  );
+}
 
 export function AdminForm(props: {
   title: string;
