@@ -1,8 +1,6 @@
 // svc as a Manager: a real svcd from @svc/testkit, driven over REST with a keep-alive agent and the
 // admin token. PUT /svc/app/<name> answers after the spawn (the view carries the pid).
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { startTestDaemon, type TestDaemon } from '@svc/testkit';
+import { spawnerPid, startTestDaemon, type TestDaemon } from '@svc/testkit';
 import { keepAliveRest, ok, type KeepAliveRest } from '../lib/rest.ts';
 import { killGroup, onCleanup } from '../lib/util.ts';
 import { commandLine, type AppSpec, type Manager, type Timed } from './types.ts';
@@ -35,12 +33,8 @@ export async function startSvc(options: { env?: Record<string, string> } = {}): 
     version: 'svcd (this checkout)',
     pid: daemon.pid,
     helperPids() {
-      try {
-        const pid = Number(readFileSync(join(daemon.workDir, 'run', 'spawner.pid'), 'utf8').trim());
-        return Number.isInteger(pid) && pid > 1 ? [pid] : [];
-      } catch {
-        return []; // in-process spawns: no spawner
-      }
+      const pid = spawnerPid(daemon.workDir); // undefined: in-process spawns, no spawner
+      return pid === undefined ? [] : [pid];
     },
     daemon,
     rest,

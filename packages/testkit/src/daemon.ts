@@ -281,15 +281,21 @@ export async function killManagedProcesses(workDir: string): Promise<void> {
   await killSpawner(workDir);
 }
 
-/** SIGKILL the home's svc-spawner (work/run/spawner.pid), which outlives svcd by design. */
-export async function killSpawner(workDir: string): Promise<void> {
+/** The pid of the home's svc-spawner from work/run/spawner.pid; undefined without one (in-process spawns). */
+export function spawnerPid(workDir: string): number | undefined {
   let pid: number;
   try {
-    pid = Number((await readFile(join(workDir, 'run', 'spawner.pid'), 'utf8')).trim());
+    pid = Number(readFileSync(join(workDir, 'run', 'spawner.pid'), 'utf8').trim());
   } catch {
-    return;
+    return undefined;
   }
-  if (!Number.isInteger(pid) || pid <= 1) return;
+  return Number.isInteger(pid) && pid > 1 ? pid : undefined;
+}
+
+/** SIGKILL the home's svc-spawner (work/run/spawner.pid), which outlives svcd by design. */
+export async function killSpawner(workDir: string): Promise<void> {
+  const pid = spawnerPid(workDir);
+  if (pid === undefined) return;
   try {
     // Only the spawner of this home: its command line names the run directory.
     const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8');

@@ -8,6 +8,7 @@ export {
   svcdCommand,
   killManagedProcesses,
   killSpawner,
+  spawnerPid,
   TEST_PRINCIPALS,
   DEVELOPER_ROLE,
 } from './daemon.ts';

@@ -4,12 +4,18 @@
 // half-written, no managed process is duplicated or orphaned, and output positions continue.
 // Seeds are printed; replay one with SVC_CRASH_SEED=<seed> (docs/reliability.md).
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
-import { seededRandom, soakScaled, testSeed, type CallResult, type TestDaemon } from '@svc/testkit';
+import {
+  seededRandom,
+  soakScaled,
+  spawnerPid,
+  testSeed,
+  type CallResult,
+  type TestDaemon,
+} from '@svc/testkit';
 import {
   COUNTER,
   killGroup,
@@ -40,16 +46,8 @@ afterEach(() => {
  */
 type Victim = 'svcd' | 'spawner' | 'both';
 
-function spawnerPid(daemon: TestDaemon): number | undefined {
-  try {
-    return Number(readFileSync(join(daemon.workDir, 'run', 'spawner.pid'), 'utf8').trim()) || undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 function victimOf(daemon: TestDaemon, round: number): Victim {
-  if (spawnerPid(daemon) === undefined) return 'svcd';
+  if (spawnerPid(daemon.workDir) === undefined) return 'svcd';
   return (['svcd', 'spawner', 'both'] as const)[round % 3]!;
 }
 
@@ -63,7 +61,7 @@ function killLater(
 ): Promise<void> {
   const delay = minMs + Math.floor(random() * (maxMs - minMs));
   return new Promise((resolve) => setTimeout(resolve, delay)).then(async () => {
-    const spawner = spawnerPid(daemon);
+    const spawner = spawnerPid(daemon.workDir);
     if (victim !== 'svcd' && spawner !== undefined) {
       try {
         process.kill(spawner, 'SIGKILL');

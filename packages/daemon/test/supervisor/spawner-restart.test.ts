@@ -1,10 +1,10 @@
 // svcd with svc-spawner (real daemons, real processes): exact exit codes, also of a process that
 // exited while svcd was down (with and without the snapshot), and what happens when the spawner is
 // SIGKILLed, and when both are.
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { TestDaemon } from '@svc/testkit';
+import { spawnerPid, type TestDaemon } from '@svc/testkit';
 import {
   getApp,
   killGroup,
@@ -70,8 +70,11 @@ async function exitHeader(daemon: TestDaemon, name: string): Promise<string | un
   return typeof code === 'string' ? code : undefined;
 }
 
-function spawnerPidFile(daemon: TestDaemon): number {
-  return Number(readFileSync(join(daemon.workDir, 'run', 'spawner.pid'), 'utf8').trim());
+/** The home's svc-spawner pid (work/run/spawner.pid); the test fails if the daemon has none. */
+function mustSpawnerPid(daemon: TestDaemon): number {
+  const pid = spawnerPid(daemon.workDir);
+  if (pid === undefined) throw new Error(`no svc-spawner pid file in ${daemon.workDir}/run`);
+  return pid;
 }
 
 describe('svcd with svc-spawner', () => {
@@ -79,7 +82,7 @@ describe('svcd with svc-spawner', () => {
     const daemon = await start();
     const spawner = await spawnerOf(daemon);
     expect(spawner.kind).toBe('native');
-    expect(spawner.pid).toBe(spawnerPidFile(daemon));
+    expect(spawner.pid).toBe(spawnerPid(daemon.workDir));
     expect(await serverLog(daemon)).toMatch(/processes are spawned by svc-spawner/);
     await register(daemon, 'three', { command: 'exit 3', shell: true, behavior: { exit: 'standby' } });
     expect((await waitStopped(daemon, 'three')).return_code).toBe(3);
@@ -114,7 +117,7 @@ describe('svcd with svc-spawner', () => {
       behavior: { exit: 'standby' },
     });
     await waitRunning(first, 'seven');
-    const spawnerPid = spawnerPidFile(first);
+    const spawnerProcess = mustSpawnerPid(first);
     await first.kill();
     gate.go();
     await waitFor(() => !processAlive(app.pid!), {
@@ -125,7 +128,7 @@ describe('svcd with svc-spawner', () => {
     await waitFor(() => !existsSync(`/proc/${app.pid}`), { timeoutMs: 15_000, what: 'the app reaped' });
     const gone = Date.now();
     const second = await start({ home: first.home, issuer: first.issuer });
-    expect((await spawnerOf(second)).pid).toBe(spawnerPid); // the same spawner, which held the exit
+    expect((await spawnerOf(second)).pid).toBe(spawnerProcess); // the same spawner, which held the exit
     const after = await waitStopped(second, 'seven');
     expect(after.return_code).toBe(7);
     // Dated when the spawner reaped it (while svcd was down), not when svcd learned of it.
@@ -173,7 +176,7 @@ describe('svcd with svc-spawner', () => {
       behavior: { exit: 'standby' },
     });
     orphans.push(app.pid!); // reparented away from the dead spawner: killed after the test if left
-    const old = spawnerPidFile(daemon);
+    const old = mustSpawnerPid(daemon);
     process.kill(old, 'SIGKILL');
     const fresh = await waitFor(
       async () => {
@@ -200,17 +203,17 @@ describe('svcd with svc-spawner', () => {
     const first = await start();
     const app = await register(first, 'both', { command: 'sleep 600' });
     orphans.push(app.pid!);
-    const spawnerPid = spawnerPidFile(first);
+    const spawnerProcess = mustSpawnerPid(first);
     await first.kill();
-    process.kill(spawnerPid, 'SIGKILL');
-    await waitFor(() => !existsSync(`/proc/${spawnerPid}`) || !processAlive(spawnerPid), {
+    process.kill(spawnerProcess, 'SIGKILL');
+    await waitFor(() => !existsSync(`/proc/${spawnerProcess}`) || !processAlive(spawnerProcess), {
       timeoutMs: 10_000,
       what: 'the spawner gone',
     });
     const second = await start({ home: first.home, issuer: first.issuer });
     const fresh = await spawnerOf(second);
     expect(fresh.kind).toBe('native');
-    expect(fresh.pid).not.toBe(spawnerPid);
+    expect(fresh.pid).not.toBe(spawnerProcess);
     const after = await waitRunning(second, 'both');
     expect(after.pid).toBe(app.pid);
     expect(after.starts).toBe(1);
