@@ -7,7 +7,7 @@
 // reported in state EXITED); pm2: its process description after a new God daemon started.
 import { execFileSync, spawn } from 'node:child_process';
 import { constants, closeSync, openSync, writeSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,7 +17,7 @@ import { keepAliveRest } from './lib/rest.ts';
 import type { Benchmark, BenchContext, Row } from './lib/report.ts';
 import { alive, killGroup, log, onCleanup, sleep, waitFor } from './lib/util.ts';
 import { xmlRpcClient } from './lib/xmlrpc.ts';
-import { ensureSupervisord } from './managers/supervisord.ts';
+import { ensureSupervisord, waitForXmlRpc, writeSupervisordConfig } from './managers/supervisord.ts';
 import { commandLine } from './managers/types.ts';
 
 const EXIT_CODE = 7;
@@ -123,28 +123,15 @@ async function supervisordCase(fifo: string): Promise<Verdict> {
   const dir = await mkdtemp(join(tmpdir(), 'svc-bench-exitcode-supervisord-'));
   await mkdir(join(dir, 'logs'));
   const port = await freePort();
-  const conf = join(dir, 'supervisord.conf');
-  await writeFile(
-    conf,
-    [
-      '[supervisord]',
-      'nodaemon=true',
-      `logfile=${join(dir, 'supervisord.log')}`,
-      `pidfile=${join(dir, 'supervisord.pid')}`,
-      `childlogdir=${join(dir, 'logs')}`,
-      'loglevel=warn',
-      '[inet_http_server]',
-      `port=127.0.0.1:${port}`,
-      '[rpcinterface:supervisor]',
-      'supervisor.rpcinterface_factory = supervisor.rpcinterface:make_main_rpcinterface',
+  const conf = await writeSupervisordConfig(dir, port, {
+    sections: [
       `[program:${APP}]`,
       `command=${commandLine(appArgv(fifo))}`,
       'autostart=false',
       'autorestart=false',
       'startsecs=0',
-      '',
-    ].join('\n'),
-  );
+    ],
+  });
   const rpc = xmlRpcClient('127.0.0.1', port);
   const daemons: number[] = [];
   let pid = 0;
@@ -154,16 +141,7 @@ async function supervisordCase(fifo: string): Promise<Verdict> {
       stdio: ['ignore', 'ignore', 'inherit'],
     });
     daemons.push(child.pid!);
-    await waitFor(
-      'supervisord XML-RPC',
-      () =>
-        rpc.call('supervisor.getState').then(
-          () => true,
-          () => false,
-        ),
-      10_000,
-      20,
-    );
+    await waitForXmlRpc(rpc);
     return child.pid!;
   };
   const cleanup = onCleanup('supervisord (exit code)', async () => {

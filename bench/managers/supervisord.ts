@@ -46,6 +46,52 @@ interface ProcessInfo {
   statename: string;
 }
 
+/**
+ * Writes `<dir>/supervisord.conf` (foreground, logs in `dir` and `<dir>/logs`, XML-RPC on
+ * 127.0.0.1:`port`), with `supervisord` lines added to its [supervisord] section and `sections`
+ * (programs, an include) after it; returns the file's path.
+ */
+export async function writeSupervisordConfig(
+  dir: string,
+  port: number,
+  extra: { supervisord?: readonly string[]; sections: readonly string[] },
+): Promise<string> {
+  const conf = join(dir, 'supervisord.conf');
+  await writeFile(
+    conf,
+    [
+      '[supervisord]',
+      'nodaemon=true',
+      `logfile=${join(dir, 'supervisord.log')}`,
+      `pidfile=${join(dir, 'supervisord.pid')}`,
+      `childlogdir=${join(dir, 'logs')}`,
+      'loglevel=warn',
+      ...(extra.supervisord ?? []),
+      '[inet_http_server]',
+      `port=127.0.0.1:${port}`,
+      '[rpcinterface:supervisor]',
+      'supervisor.rpcinterface_factory = supervisor.rpcinterface:make_main_rpcinterface',
+      ...extra.sections,
+      '',
+    ].join('\n'),
+  );
+  return conf;
+}
+
+/** Resolves once supervisord answers XML-RPC (10 s at most). */
+export function waitForXmlRpc(rpc: XmlRpcClient): Promise<boolean> {
+  return waitFor(
+    'supervisord XML-RPC',
+    () =>
+      rpc.call('supervisor.getState').then(
+        () => true,
+        () => false,
+      ),
+    10_000,
+    20,
+  );
+}
+
 export interface SupervisordManager extends Manager {
   /** The XML-RPC client (events benchmark: tailProcessStdoutLog). */
   readonly rpc: XmlRpcClient;
@@ -57,26 +103,10 @@ export async function startSupervisord(): Promise<SupervisordManager> {
   await mkdir(join(dir, 'programs'));
   await mkdir(join(dir, 'logs'));
   const port = await freePort();
-  const conf = join(dir, 'supervisord.conf');
-  await writeFile(
-    conf,
-    [
-      '[supervisord]',
-      'nodaemon=true',
-      `logfile=${join(dir, 'supervisord.log')}`,
-      `pidfile=${join(dir, 'supervisord.pid')}`,
-      `childlogdir=${join(dir, 'logs')}`,
-      'loglevel=warn',
-      'minfds=4096',
-      '[inet_http_server]',
-      `port=127.0.0.1:${port}`,
-      '[rpcinterface:supervisor]',
-      'supervisor.rpcinterface_factory = supervisor.rpcinterface:make_main_rpcinterface',
-      '[include]',
-      `files = ${join(dir, 'programs')}/*.conf`,
-      '',
-    ].join('\n'),
-  );
+  const conf = await writeSupervisordConfig(dir, port, {
+    supervisord: ['minfds=4096'],
+    sections: ['[include]', `files = ${join(dir, 'programs')}/*.conf`],
+  });
   const child = spawn('supervisord', ['-n', '-c', conf], {
     detached: true,
     stdio: ['ignore', 'ignore', 'inherit'],
@@ -96,16 +126,7 @@ export async function startSupervisord(): Promise<SupervisordManager> {
       await rm(dir, { recursive: true, force: true });
     }
   });
-  await waitFor(
-    'supervisord XML-RPC',
-    () =>
-      rpc.call('supervisor.getState').then(
-        () => true,
-        () => false,
-      ),
-    10_000,
-    20,
-  );
+  await waitForXmlRpc(rpc);
   const info = async (name: string): Promise<ProcessInfo> =>
     (await rpc.call('supervisor.getProcessInfo', name)) as unknown as ProcessInfo;
   return {
