@@ -9,7 +9,10 @@
 # no secret_env value can be read), written owner-only (mode 600; it holds every secret) by
 # write-then-rename. svcd writes every state file by write-then-rename, so each file in the archive
 # is one whole version even while svcd runs. Left out: runtime files (pids, ports, the process
-# snapshot, sockets, temp files) and, unless --with-output, the applications' output files.
+# snapshot, sockets, temp files, work/run/ of svc-spawner), the definitions' write-ahead log
+# (work/apps/.journal: every acknowledged definition is already renamed into its file, and a log
+# read at another moment than the files would replay older versions over them at restore) and,
+# unless --with-output, the applications' output files.
 # restore: unpacks into $SVC_HOME/work, refusing while that svcd runs or when work/ already holds
 # state (unless --force, which moves the old work/ aside to work.before-restore-<time>). The
 # restored svcd starts every application afresh (no process is re-attached on a new host).
@@ -57,6 +60,7 @@ backup() {
     printf 'svc-backup: note: %s has no secret master key yet (no secret_env value was stored)\n' "$work" >&2
   local excludes=(
     --exclude=./svcd.pid --exclude='./ports*.json' --exclude=./.snapshot --exclude='*.sock'
+    --exclude=./run --exclude=./apps/.journal
     --exclude='.tmp-*' --exclude='*.tmp' --exclude='*.tmp.*' --exclude='.*.tmp*' --exclude='./tmp'
   )
   if [[ $with_output != yes ]]; then excludes+=(--exclude=./stdout/*); fi

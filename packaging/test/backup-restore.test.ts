@@ -97,6 +97,8 @@ describe('backup and restore of work/', () => {
     expect(entries.some((e) => e.startsWith('./stdout/') && e !== './stdout/')).toBe(false);
     expect(entries).not.toContain('./svcd.pid');
     expect(entries).not.toContain('./.snapshot');
+    expect(entries).not.toContain('./apps/.journal');
+    expect(entries.some((e) => e === './run/' || e.startsWith('./run/'))).toBe(false);
     // The secret value itself is stored encrypted, never in clear.
     const clear = await new Promise<string>((done) => {
       const child = spawn('sh', ['-c', `tar -xzOf '${archive}' ./apps/keeper.yaml`]);
