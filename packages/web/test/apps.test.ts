@@ -54,7 +54,8 @@ describe('applications', () => {
     const disabled = await web.api('svc-admin').call('POST', '/svc/app/live-one/disable');
     expect(disabled.status).toBe(200);
     await row('live-one').locator('.state-disabled').waitFor(WAIT);
-    expect(await row('live-one').locator('td.num').first().textContent()).toBe('–'); // no pid
+    // The STATUS event (disabled) can arrive a frame before the EXIT that clears the pid.
+    await expect.poll(() => row('live-one').locator('td.num').first().textContent(), WAIT).toBe('–'); // no pid
     const removed = await web.api('svc-admin').call('DELETE', '/svc/app/live-one');
     expect(removed.status).toBe(200);
     await row('live-one').waitFor({ state: 'detached', ...WAIT });

@@ -132,6 +132,12 @@ describe('item 1: connections that never finish TLS or never send a request', ()
     for (const client of clients)
       expect((await client.call('GET', '/svc/self', { token: admin })).status).toBe(200);
     await Promise.all(clients.map((c) => c.close()));
+    // A client's close resolves before svcd sees the FIN: wait until every slot is released again,
+    // or the next test's connection could find the address still full and be refused.
+    await waitFor(() => daemonConnections(daemon) === 0, {
+      what: 'svcd to release the closed clients',
+      timeoutMs: 10_000,
+    });
   }, 60_000);
 
   it('keeps authenticated sessions and requests in flight open past the idle deadline', async () => {
