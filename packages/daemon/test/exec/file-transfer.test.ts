@@ -103,7 +103,7 @@ function streamed(
 }
 
 describe('file transfer over REST', () => {
-  it('streams a 50 MB upload and download without holding the file (peak RSS grows < 25 MB)', async () => {
+  it('streams a 50 MB upload and download without holding the file (peak RSS grows < 40 MB)', async () => {
     const source = join(dir, 'big.src');
     const chunk = randomBytes(1024 * 1024);
     const hash = createHash('sha256');
@@ -131,7 +131,10 @@ describe('file transfer over REST', () => {
     expect(down.headers['content-length']).toBe(String(50 * 1024 * 1024));
     const growth = (await peakRss()) - before;
     console.log(`50 MB up and down: svcd peak RSS grew by ${(growth / 1024 / 1024).toFixed(1)} MB`);
-    expect(growth).toBeLessThan(25 * 1024 * 1024);
+    // Holding the file on either path would grow it by at least 50 MB. What it grows by streaming
+    // (16-25 MB in CI runs) is socket and pipe buffers and chunks not yet collected, which varies
+    // with GC timing: the bound sits between the two.
+    expect(growth).toBeLessThan(40 * 1024 * 1024);
   });
 
   it('applies X-File-Mode, X-File-User and X-File-Group and returns them on download', async () => {
