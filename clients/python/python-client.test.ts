@@ -75,19 +75,27 @@ await describeForeignSuite('Python client (clients/python) against a real svcd',
     const lint = await sh(PYTHON, ['-m', 'ruff', 'check', 'src', 'tests'], { env, timeout: 60_000 });
     const format = await sh(PYTHON, ['-m', 'ruff', 'format', '--check', 'src', 'tests'], { env, timeout: 60_000 });
     results.set('ruff check and ruff format --check', checkerCase(lint.code !== 0 ? lint : format));
-    const dir = await mkdtemp(join(tmpdir(), 'svc-python-client-'));
-    try {
-      const junit = join(dir, 'junit.xml');
-      const pytest = await sh(
-        PYTHON,
-        ['-m', 'pytest', '-q', '-p', 'no:cacheprovider', `--junitxml=${junit}`, '-o', 'junit_family=xunit1'],
-        { env, timeout: 600_000 },
-      );
-      for (const [id, result] of parseJunit(await readFile(junit, 'utf8').catch(() => ''), pytestId))
-        results.set(id, result);
-      return { results, output: `${pytest.stdout}\n${pytest.stderr}` };
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
+    const pytest = await runPytest([]);
+    for (const [id, result] of pytest.results) results.set(id, result);
+    return { results, output: pytest.output };
   },
+  // Only pytest cases are run again (the checkers are not flaky).
+  rerun: async (ids) => (await runPytest(ids.filter((id) => id.includes('::')))).results,
 });
+
+/** pytest over `ids` (every case when empty), its JUnit report parsed. */
+async function runPytest(ids: string[]): Promise<{ results: SuiteResults; output: string }> {
+  const dir = await mkdtemp(join(tmpdir(), 'svc-python-client-'));
+  try {
+    const junit = join(dir, 'junit.xml');
+    const pytest = await sh(
+      PYTHON,
+      ['-m', 'pytest', '-q', '-p', 'no:cacheprovider', `--junitxml=${junit}`, '-o', 'junit_family=xunit1', ...ids],
+      { env, timeout: 600_000 },
+    );
+    const results = parseJunit(await readFile(junit, 'utf8').catch(() => ''), pytestId);
+    return { results, output: `${pytest.stdout}\n${pytest.stderr}` };
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}

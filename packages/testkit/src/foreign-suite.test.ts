@@ -1,5 +1,14 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parseGoTestJson, parseJunit, parseLibtestOutput } from './foreign-suite.ts';
+import {
+  parseGoTestJson,
+  parseJunit,
+  parseLibtestOutput,
+  rerunFailedOnce,
+  type SuiteResults,
+} from './foreign-suite.ts';
 
 describe('foreign suite reports', () => {
   it('parses JUnit XML cases with failures, errors and skips', () => {
@@ -55,5 +64,54 @@ describe('foreign suite reports', () => {
     expect(results.get('s1::s1_runs')!.outcome).toBe('passed');
     expect(results.get('s1::s2_fails')!.outcome).toBe('failed');
     expect(results.get('s1::s2_fails')!.message).toContain('assertion failed');
+  });
+});
+
+describe('rerunFailedOnce', () => {
+  const first = (): SuiteResults =>
+    new Map([
+      ['ok', { outcome: 'passed', message: '' }],
+      ['flaky', { outcome: 'failed', message: 'timed out\nwaiting' }],
+      ['broken', { outcome: 'failed', message: 'assertion' }],
+      ['skip', { outcome: 'skipped', message: 'why' }],
+    ]);
+
+  it('runs only the failed cases again, keeps each second outcome and lists the ones that passed', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-flaky-'));
+    const saved = process.env['SVC_FLAKY_LOG'];
+    process.env['SVC_FLAKY_LOG'] = join(dir, 'flaky.txt');
+    try {
+      let asked: string[] = [];
+      const merged = await rerunFailedOnce(
+        first(),
+        async (ids) => {
+          asked = ids;
+          return new Map([
+            ['flaky', { outcome: 'passed', message: '' }],
+            ['broken', { outcome: 'failed', message: 'assertion again' }],
+          ]);
+        },
+        true,
+      );
+      expect(asked).toEqual(['flaky', 'broken']);
+      expect(merged.get('flaky')!.outcome).toBe('passed');
+      expect(merged.get('broken')).toEqual({ outcome: 'failed', message: 'assertion again' });
+      expect(merged.get('skip')!.outcome).toBe('skipped');
+      expect(readFileSync(join(dir, 'flaky.txt'), 'utf8')).toBe('flaky — first failure: timed out waiting\n');
+    } finally {
+      if (saved === undefined) delete process.env['SVC_FLAKY_LOG'];
+      else process.env['SVC_FLAKY_LOG'] = saved;
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('retries nothing outside CI, and keeps the first outcomes when the rerun cannot run', async () => {
+    let calls = 0;
+    const off = await rerunFailedOnce(first(), async () => (calls++, new Map()), false);
+    expect(calls).toBe(0);
+    expect(off.get('flaky')!.outcome).toBe('failed');
+    const thrown = await rerunFailedOnce(first(), () => Promise.reject(new Error('no python')), true);
+    expect(thrown.get('flaky')!.outcome).toBe('failed');
+    expect(thrown.get('broken')!.message).toBe('assertion');
   });
 });

@@ -2,6 +2,7 @@
 // compatibility suite) surfaced as vitest cases: the suite runs once with its own runner, its
 // report is parsed here, and every case of the report becomes one vitest case, so `npm test` and
 // CI's summary count each of them and a failure names the case and shows its message.
+import { appendFileSync } from 'node:fs';
 import { describe, it } from 'vitest';
 
 export interface CaseResult {
@@ -100,6 +101,51 @@ export function parseLibtestOutput(stdout: string): SuiteResults {
   return results;
 }
 
+/**
+ * CI retries a failed case once (vitest's `retry` for our own cases, `rerunFailedOnce` for a
+ * foreign suite's); a case that passes on the retry still counts as passed but is listed as flaky
+ * in CI's summary (`SVC_FLAKY_LOG`, set by vitest.config.ts). Outside CI nothing is retried.
+ */
+export const RETRY_FAILED_ONCE = process.env['CI'] === 'true';
+
+/** Prints a case that failed and then passed on its retry, and adds it to CI's flaky list. */
+export function recordFlaky(id: string, firstFailure: string): void {
+  const line = `${id} — first failure: ${firstFailure.replace(/\s+/g, ' ').slice(0, 400)}`;
+  console.warn(`[flaky] ${line}`);
+  const log = process.env['SVC_FLAKY_LOG'];
+  if (log !== undefined && log !== '') appendFileSync(log, `${line}\n`);
+}
+
+/**
+ * In CI (RETRY_FAILED_ONCE), runs the failed cases of `results` once more with `rerun` and takes
+ * the second outcome of each; a case that passed the second time is recorded as flaky. Returns
+ * `results` unchanged outside CI or when nothing failed. A rerun that throws leaves the first
+ * outcomes.
+ */
+export async function rerunFailedOnce(
+  results: SuiteResults,
+  rerun: (ids: string[]) => Promise<SuiteResults>,
+  enabled = RETRY_FAILED_ONCE,
+): Promise<SuiteResults> {
+  const failed = [...results].filter(([, r]) => r.outcome === 'failed').map(([id]) => id);
+  if (!enabled || failed.length === 0) return results;
+  let again: SuiteResults;
+  try {
+    again = await rerun(failed);
+  } catch (error) {
+    console.warn(`[flaky] the rerun of ${failed.length} failed case(s) did not run: ${String(error)}`);
+    return results;
+  }
+  const merged: SuiteResults = new Map(results);
+  for (const id of failed) {
+    const second = again.get(id);
+    if (second === undefined) continue;
+    if (second.outcome === 'passed') recordFlaky(id, results.get(id)!.message);
+    merged.set(id, second);
+  }
+  return merged;
+}
+
 export interface ForeignSuiteOptions {
   /** Runs the suite and returns its parsed report plus the runner's own output (for diagnostics). */
   run: () => Promise<{ results: SuiteResults; output: string }>;
@@ -110,6 +156,8 @@ export interface ForeignSuiteOptions {
    * runs and is reported with its reason; once it passes, it fails (remove it from the list).
    */
   knownGaps?: Readonly<Record<string, string>>;
+  /** Runs only the named cases again (see rerunFailedOnce); without it nothing is retried. */
+  rerun?: (ids: string[]) => Promise<SuiteResults>;
 }
 
 /**
@@ -123,6 +171,7 @@ export async function describeForeignSuite(title: string, options: ForeignSuiteO
   let runError: unknown;
   try {
     ({ results, output } = await options.run());
+    if (options.rerun !== undefined) results = await rerunFailedOnce(results, options.rerun);
   } catch (error) {
     runError = error;
   }

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseJunit, type SuiteResults } from '@svc/testkit/foreign-suite';
+import { parseJunit, rerunFailedOnce, type SuiteResults } from '@svc/testkit/foreign-suite';
 
 const run = promisify(execFile);
 const REPO = resolve(import.meta.dirname, '../../..');
@@ -69,9 +69,9 @@ describe('App Mesh 3.0 Python SDK (renamed to svc) against a real svcd', () => {
   let results: SuiteResults = new Map();
   let pytestOutput = '';
 
-  beforeAll(async () => {
-    const junit = join(sdkDir, 'junit.xml');
-    const done = await run(PYTHON, [...PYTEST_ARGS, `--junitxml=${junit}`, '-o', 'junit_family=xunit1'], {
+  /** pytest over `ids` (every case when empty), its JUnit report parsed. */
+  async function pytest(ids: string[], junit: string): Promise<{ results: SuiteResults; output: string }> {
+    const done = await run(PYTHON, [...PYTEST_ARGS, `--junitxml=${junit}`, '-o', 'junit_family=xunit1', ...ids], {
       cwd: SUITE,
       env: pytestEnv,
       timeout: 900_000,
@@ -80,9 +80,19 @@ describe('App Mesh 3.0 Python SDK (renamed to svc) against a real svcd', () => {
       stdout: error.stdout ?? '',
       stderr: error.stderr ?? '',
     }));
-    pytestOutput = `${done.stdout}\n${done.stderr}`;
-    results = parseJunit(await readFile(junit, 'utf8').catch(() => ''), pytestId);
-  }, 960_000);
+    const results = parseJunit(await readFile(junit, 'utf8').catch(() => ''), pytestId);
+    return { results, output: `${done.stdout}\n${done.stderr}` };
+  }
+
+  beforeAll(async () => {
+    const first = await pytest([], join(sdkDir, 'junit.xml'));
+    pytestOutput = first.output;
+    results = await rerunFailedOnce(first.results, async (ids) => {
+      const again = await pytest(ids, join(sdkDir, 'junit-rerun.xml'));
+      pytestOutput += `\n--- rerun of the failed cases ---\n${again.output}`;
+      return again.results;
+    });
+  }, 1_800_000);
 
   afterAll(async () => {
     await rm(sdkDir, { recursive: true, force: true });
