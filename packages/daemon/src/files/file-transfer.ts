@@ -2,13 +2,17 @@
 // process running as the caller's execution user (setpriv, util-linux), so the kernel applies that
 // user's rights. The bytes stream through pipes: the daemon never holds a whole file.
 //
-// Upload: `sh` creates a temp file in the target's directory (mktemp, mode 600), copies stdin into
-// it, and waits for the daemon's verdict on fd 3: only `commit` (sent after the request body ended
+// Upload: `sh` creates a temp file in the target's directory (mode 600, exclusively, under a random
+// name svcd chose, so its cleanup trap is set before the file exists; `cat` writes to the shell's
+// descriptor of it, never re-creating it after a cleanup), copies stdin into it, and waits for the daemon's verdict on fd 3: only `commit` (sent after the request body ended
 // cleanly) lets it fsync, apply owner and mode, rename over the target and fsync the directory. A
 // client that disconnects mid-body gets no commit: the temp file is removed and the target is as it
 // was. Download: `sh` opens the file as the user, prints one metadata line (size, mode, owner,
 // group, type) from the opened descriptor, then `head -c <size>` streams exactly that many bytes.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { unlink } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { SvcError } from '@svc/protocol';
@@ -24,11 +28,15 @@ export interface FileMeta {
 }
 
 const UPLOAD_SCRIPT = `
-dir=$1 target=$2 mode=$3 owner=$4
-tmp=$(mktemp -p "$dir" .svc-upload.XXXXXXXXXX) || exit 10
+dir=$1 target=$2 mode=$3 owner=$4 tmp=$1/.svc-upload.$5
 trap 'rm -f -- "$tmp"' EXIT
 trap 'exit 1' TERM INT HUP
-cat > "$tmp" || exit 11
+umask 077
+set -C
+command exec 4> "$tmp" || exit 10
+set +C
+cat >&4 || exit 11
+exec 4>&-
 IFS= read -r verdict <&3 || verdict=
 [ "$verdict" = commit ] || exit 20
 sync -- "$tmp" || exit 11
@@ -117,6 +125,7 @@ export async function uploadAs(
   source: NodeJS.ReadableStream | Uint8Array,
 ): Promise<FileMeta> {
   const { mode, owner } = request.attributes;
+  const name = randomBytes(12).toString('hex');
   const child = start(
     user,
     UPLOAD_SCRIPT,
@@ -125,6 +134,7 @@ export async function uploadAs(
       request.target,
       mode === undefined ? '' : mode.toString(8),
       owner === undefined ? '' : `${owner.user}:${owner.group}`,
+      name,
     ],
     true,
   );
@@ -143,6 +153,10 @@ export async function uploadAs(
     verdict.destroy();
     child.kill('SIGTERM');
     await exited;
+    // The shell's EXIT trap removes its temp file, but a SIGTERM that lands while the trap's `rm`
+    // runs ends the shell before that `rm` has finished: remove it here as well, once the shell is
+    // gone. Only a file of this random name, and unlink never follows a symbolic link.
+    await unlink(join(request.dir, `.svc-upload.${name}`)).catch(() => undefined);
     if (child.exitCode !== null && child.exitCode !== 1 && child.exitCode !== 20)
       throw failure(child.exitCode, 'upload', user?.user ?? 'the daemon');
     throw new SvcError('bad_request', 'upload: the request body ended early; nothing was written', { cause });
