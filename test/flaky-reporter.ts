@@ -15,7 +15,9 @@ export default class FlakyReporter implements Reporter {
   onTestCaseResult(testCase: TestCase): void {
     const diagnostic = testCase.diagnostic();
     if (diagnostic?.flaky !== true || this.#log === undefined) return;
-    const line = `${testCase.module.moduleId.replace(`${process.cwd()}/`, '')} > ${testCase.fullName} (passed on retry ${diagnostic.retryCount})`;
+    const first = testCase.result().errors?.[0];
+    const why = first === undefined ? '' : ` — first failure: ${first.message.replace(/\s+/g, ' ').slice(0, 400)}`;
+    const line = `${testCase.module.moduleId.replace(`${process.cwd()}/`, '')} > ${testCase.fullName} (passed on retry ${diagnostic.retryCount})${why}`;
     console.warn(`[flaky] ${line}`);
     appendFileSync(this.#log, `${line}\n`);
   }
