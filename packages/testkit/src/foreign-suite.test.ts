@@ -1,7 +1,7 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import {
   parseGoTestJson,
   parseJunit,
@@ -68,6 +68,10 @@ describe('foreign suite reports', () => {
 });
 
 describe('rerunFailedOnce', () => {
+  // Its console lines would read like real flaky cases in CI's output.
+  beforeEach(() => void vi.spyOn(console, 'warn').mockImplementation(() => undefined));
+  afterEach(() => vi.restoreAllMocks());
+
   const first = (): SuiteResults =>
     new Map([
       ['ok', { outcome: 'passed', message: '' }],
