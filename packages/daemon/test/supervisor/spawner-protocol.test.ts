@@ -237,7 +237,9 @@ describe('svc-spawner protocol (real binary)', () => {
     peer.send(encodeHello(1));
     await peer.reply('hello', 1);
     peer.close();
-    await waitFor(() => fdCount(spawnerPid) === baseline.fds, {
+    // At most the baseline: a connection an earlier case closed without waiting may still have
+    // been open in the spawner when the baseline was read.
+    await waitFor(() => fdCount(spawnerPid) <= baseline.fds, {
       timeoutMs: 10_000,
       what: 'connection fds released',
     });
