@@ -1,10 +1,12 @@
 // The shapes the administration views share: a page listing records in a table (its title, the
 // load or change error, the column heads); a titled form whose submit runs one change against the
 // daemon, shows the daemon's refusal beside the buttons, and reports success; and a set of
-// checkboxes choosing some of a list (a principal's roles, a role's permissions).
+// checkboxes choosing some of a list (a principal's roles, a role's permissions); a record's
+// confirmed Delete.
 import type { ComponentChildren } from 'preact';
 import { useState } from 'preact/hooks';
 import { attempt } from '../admin/use-resource.ts';
+import { ConfirmButton } from './confirm-button.tsx';
 
 /** An administration page: title, optional note, the error, the records' table, then `after`. */
 export function AdminTable(props: {
@@ -131,5 +133,28 @@ export function CheckboxSet(props: {
         ))}
       </div>
     </fieldset>
+  );
+}
+
+/**
+ * A record's Delete, confirmed by `question`: runs `remove`, hands its refusal (or undefined) to
+ * `onError`, then reloads the page's records.
+ */
+export function DeleteButton(props: {
+  question: string;
+  remove: () => Promise<unknown>;
+  onError: (message: string | undefined) => void;
+  reload: () => Promise<void>;
+}) {
+  return (
+    <ConfirmButton
+      label="Delete"
+      danger
+      question={props.question}
+      onConfirm={async () => {
+        props.onError(await attempt(props.remove));
+        await props.reload();
+      }}
+    />
   );
 }

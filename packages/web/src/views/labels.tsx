@@ -3,8 +3,7 @@
 import { useState } from 'preact/hooks';
 import { can } from '../access.ts';
 import { api } from '../api.ts';
-import { AdminTable } from '../components/admin.tsx';
-import { ConfirmButton } from '../components/confirm-button.tsx';
+import { AdminTable, DeleteButton } from '../components/admin.tsx';
 import { attempt, useResource } from '../admin/use-resource.ts';
 import type { ViewProps } from '../views.ts';
 
@@ -36,14 +35,11 @@ export default function Labels(_props: ViewProps) {
           {mayDelete && (
             <td>
               <div class="row-actions">
-                <ConfirmButton
-                  label="Delete"
-                  danger
+                <DeleteButton
                   question={`Delete label ${k}?`}
-                  onConfirm={async () => {
-                    setError(await attempt(() => api.deleteLabel(k)));
-                    await labels.reload();
-                  }}
+                  remove={() => api.deleteLabel(k)}
+                  onError={setError}
+                  reload={labels.reload}
                 />
               </div>
             </td>

@@ -5,9 +5,8 @@
 import { useState } from 'preact/hooks';
 import { can, self } from '../access.ts';
 import { api } from '../api.ts';
-import { AdminForm, AdminTable, CheckboxSet } from '../components/admin.tsx';
-import { ConfirmButton } from '../components/confirm-button.tsx';
-import { attempt, useResource } from '../admin/use-resource.ts';
+import { AdminForm, AdminTable, CheckboxSet, DeleteButton } from '../components/admin.tsx';
+import { useResource } from '../admin/use-resource.ts';
 import type { ViewProps } from '../views.ts';
 
 interface PrincipalRecord {
@@ -79,14 +78,11 @@ export default function Principals(_props: ViewProps) {
                   </button>
                 )}
                 {mayDelete && p.status === 'active' && p.principal_id !== self.value?.principal_id && (
-                  <ConfirmButton
-                    label="Delete"
-                    danger
+                  <DeleteButton
                     question={`Delete principal ${p.principal_id}? Its tokens are refused from then on.`}
-                    onConfirm={async () => {
-                      setError(await attempt(() => api.deletePrincipal(p.principal_id)));
-                      await principals.reload();
-                    }}
+                    remove={() => api.deletePrincipal(p.principal_id)}
+                    onError={setError}
+                    reload={principals.reload}
                   />
                 )}
               </div>

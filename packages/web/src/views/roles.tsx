@@ -4,9 +4,8 @@
 import { useState } from 'preact/hooks';
 import { can } from '../access.ts';
 import { api } from '../api.ts';
-import { AdminForm, AdminTable, CheckboxSet } from '../components/admin.tsx';
-import { ConfirmButton } from '../components/confirm-button.tsx';
-import { attempt, useResource } from '../admin/use-resource.ts';
+import { AdminForm, AdminTable, CheckboxSet, DeleteButton } from '../components/admin.tsx';
+import { useResource } from '../admin/use-resource.ts';
 import type { ViewProps } from '../views.ts';
 
 const BUILT_IN = /^svc-(admin|maintenance|viewer)$/;
@@ -62,14 +61,11 @@ export default function Roles(_props: ViewProps) {
                   </button>
                 )}
                 {!BUILT_IN.test(role) && mayDelete && (
-                  <ConfirmButton
-                    label="Delete"
-                    danger
+                  <DeleteButton
                     question={`Delete role ${role}?`}
-                    onConfirm={async () => {
-                      setError(await attempt(() => api.deleteRole(role)));
-                      await roles.reload();
-                    }}
+                    remove={() => api.deleteRole(role)}
+                    onError={setError}
+                    reload={roles.reload}
                   />
                 )}
               </div>
