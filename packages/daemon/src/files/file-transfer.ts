@@ -28,7 +28,7 @@ export interface FileMeta {
 }
 
 const UPLOAD_SCRIPT = `
-dir=$1 target=$2 mode=$3 owner=$4 tmp=$1/.svc-upload.$5
+dir=$1 target=$2 mode=$3 owner=$4 tmp=$5
 trap 'rm -f -- "$tmp"' EXIT
 trap 'exit 1' TERM INT HUP
 umask 077
@@ -125,7 +125,8 @@ export async function uploadAs(
   source: NodeJS.ReadableStream | Uint8Array,
 ): Promise<FileMeta> {
   const { mode, owner } = request.attributes;
-  const name = randomBytes(12).toString('hex');
+  // In the target's directory, under a name svcd chooses (so it can remove the file itself below).
+  const temp = join(request.dir, `.svc-upload.${randomBytes(12).toString('hex')}`);
   const child = start(
     user,
     UPLOAD_SCRIPT,
@@ -134,7 +135,7 @@ export async function uploadAs(
       request.target,
       mode === undefined ? '' : mode.toString(8),
       owner === undefined ? '' : `${owner.user}:${owner.group}`,
-      name,
+      temp,
     ],
     true,
   );
@@ -155,8 +156,8 @@ export async function uploadAs(
     await exited;
     // The shell's EXIT trap removes its temp file, but a SIGTERM that lands while the trap's `rm`
     // runs ends the shell before that `rm` has finished: remove it here as well, once the shell is
-    // gone. Only a file of this random name, and unlink never follows a symbolic link.
-    await unlink(join(request.dir, `.svc-upload.${name}`)).catch(() => undefined);
+    // gone. Only the file of this random name; unlink never follows a symbolic link.
+    await unlink(temp).catch(() => undefined);
     if (child.exitCode !== null && child.exitCode !== 1 && child.exitCode !== 20)
       throw failure(child.exitCode, 'upload', user?.user ?? 'the daemon');
     throw new SvcError('bad_request', 'upload: the request body ended early; nothing was written', { cause });
