@@ -2,8 +2,8 @@
 // compatibility suite) surfaced as vitest cases: the suite runs once with its own runner, its
 // report is parsed here, and every case of the report becomes one vitest case, so `npm test` and
 // CI's summary count each of them and a failure names the case and shows its message.
-import { appendFileSync } from 'node:fs';
 import { describe, it } from 'vitest';
+import { recordFlaky } from './flaky.ts';
 
 export interface CaseResult {
   outcome: 'passed' | 'failed' | 'skipped';
@@ -107,14 +107,6 @@ export function parseLibtestOutput(stdout: string): SuiteResults {
  * in CI's summary (`SVC_FLAKY_LOG`, set by vitest.config.ts). Outside CI nothing is retried.
  */
 export const RETRY_FAILED_ONCE = process.env['CI'] === 'true';
-
-/** Prints a case that failed and then passed on its retry, and adds it to CI's flaky list. */
-export function recordFlaky(id: string, firstFailure: string): void {
-  const line = `${id} — first failure: ${firstFailure.replace(/\s+/g, ' ').slice(0, 400)}`;
-  console.warn(`[flaky] ${line}`);
-  const log = process.env['SVC_FLAKY_LOG'];
-  if (log !== undefined && log !== '') appendFileSync(log, `${line}\n`);
-}
 
 /**
  * In CI (RETRY_FAILED_ONCE), runs the failed cases of `results` once more with `rerun` and takes
