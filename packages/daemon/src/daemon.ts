@@ -34,6 +34,7 @@ import { createLogger, type Logger } from './log/logger.ts';
 import type { ConnectionKind } from './metrics/daemon-metrics.ts';
 import { loadOrCreateMasterKey } from './model/secret-crypter.ts';
 import { createSupervisor } from './supervisor/supervisor.ts';
+import { spawnerPaths, userSwitchOf } from './supervisor/spawner/launch.ts';
 import { effectiveExecutionUser, type ExecUserSettings } from './auth/execution-user.ts';
 import type { Principal } from './auth/principal.ts';
 import { linkTasksToSupervisor } from './tasks/supervisor-link.ts';
@@ -253,7 +254,10 @@ export async function startDaemon(
   // Cluster mode: the peer variables (SVC_SERVICE_<APP>_ADDR) come from the service registry, which
   // starts once the node has joined (below).
   const peers = { environment: (): Record<string, string> => ({}) };
+  // The one privilege boundary of what svcd starts itself (runs, health checks, file transfers).
+  const users = userSwitchOf(spawnerPaths(INSTALL_ROOT, work));
   const supervisor = await createSupervisor({
+    userSwitch: users,
     ...(config.cluster === undefined ? {} : { peerEnvironment: () => peers.environment() }),
     workDir: work,
     crypter,
@@ -340,6 +344,7 @@ export async function startDaemon(
     verifyProcessKey: (name, key) => supervisor.verifyProcessKey(name, key),
     events,
     policy,
+    users,
     logger,
     metrics,
     restBaseUrl: () => restBaseUrl,

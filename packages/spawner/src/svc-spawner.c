@@ -418,6 +418,38 @@ static int place_fd(int fd, int target) {
   return dup2(fd, target) < 0 ? -1 : 0;
 }
 
+/*
+ * The privilege boundary (docs/security.md): everything after this point may act on what the caller
+ * sent. Switch to the execution user first (groups, gid, uid; a failure never runs anything), then
+ * enter the working directory as that user (a directory only root may enter is refused), then
+ * exec with exactly the caller's environment, so the loader and any shell see it only once they run
+ * as the user. `mask` < 0 keeps the umask. Never returns.
+ */
+static void become_and_exec(const struct spawn_request *s, int err_fd, int mask) {
+  if (s->has_user) {
+    if (setgroups(s->ngroups, s->groups) < 0) child_fail(err_fd, STAGE_USER, errno);
+    if (setgid(s->gid) < 0) child_fail(err_fd, STAGE_USER, errno);
+    if (setuid(s->uid) < 0) child_fail(err_fd, STAGE_USER, errno);
+    /* Paranoia: a uid switch that could be undone would leave root one call away. */
+    if (s->uid != 0 && setuid(0) == 0) child_fail(err_fd, STAGE_USER, EPERM);
+  }
+  if (s->cwd[0] != 0 && chdir(s->cwd) < 0) child_fail(err_fd, STAGE_CHDIR, errno);
+  if (mask >= 0) umask((mode_t)mask);
+  environ = s->envp;
+  execvp(s->file, s->argv);
+  child_fail(err_fd, STAGE_EXEC, errno);
+}
+
+/* Write this process into the given cgroup.procs files (as root, before the user switch). */
+static void enter_cgroups(const struct spawn_request *s, int err_fd) {
+  for (uint32_t i = 0; i < s->ncgroups; i++) {
+    int fd = open(s->cgroups[i], O_WRONLY | O_CLOEXEC);
+    if (fd < 0) child_fail(err_fd, STAGE_CGROUP, errno);
+    if (write(fd, "0\n", 2) < 0) child_fail(err_fd, STAGE_CGROUP, errno);
+    close(fd);
+  }
+}
+
 /* In the forked child: never returns. Only async-signal-safe calls until exec. */
 static void run_child(const struct spawn_request *s, int in_fd, int out_fd, int err_fd) {
   sigset_t none;
@@ -425,30 +457,16 @@ static void run_child(const struct spawn_request *s, int in_fd, int out_fd, int 
   for (int sig = 1; sig < NSIG; sig++) signal(sig, SIG_DFL);
   sigprocmask(SIG_SETMASK, &none, NULL);
   setsid();
-  for (uint32_t i = 0; i < s->ncgroups; i++) {
-    int fd = open(s->cgroups[i], O_WRONLY | O_CLOEXEC);
-    if (fd < 0) child_fail(err_fd, STAGE_CGROUP, errno);
-    if (write(fd, "0\n", 2) < 0) child_fail(err_fd, STAGE_CGROUP, errno);
-    close(fd);
-  }
+  enter_cgroups(s, err_fd);
   /* Out of the way of 0..2 first, so that the dup2 calls below cannot clobber each other. */
   if (in_fd < 3) { in_fd = fcntl(in_fd, F_DUPFD_CLOEXEC, 3); }
   if (out_fd < 3) { out_fd = fcntl(out_fd, F_DUPFD_CLOEXEC, 3); }
   if (in_fd < 0 || out_fd < 0) child_fail(err_fd, STAGE_OUTPUT, errno);
   if (place_fd(in_fd, 0) < 0 || place_fd(out_fd, 1) < 0 || place_fd(out_fd, 2) < 0)
     child_fail(err_fd, STAGE_OUTPUT, errno);
-  if (s->cwd[0] != 0 && chdir(s->cwd) < 0) child_fail(err_fd, STAGE_CHDIR, errno);
-  if (s->has_user) {
-    if (setgroups(s->ngroups, s->groups) < 0) child_fail(err_fd, STAGE_USER, errno);
-    if (setgid(s->gid) < 0) child_fail(err_fd, STAGE_USER, errno);
-    if (setuid(s->uid) < 0) child_fail(err_fd, STAGE_USER, errno);
-  }
-  umask(child_umask);
   /* The spawner died after the fork: svcd cannot know this process, so it must not run. */
   if (getppid() != self_pid) _exit(127);
-  environ = s->envp;
-  execvp(s->file, s->argv);
-  child_fail(err_fd, STAGE_EXEC, errno);
+  become_and_exec(s, err_fd, (int)child_umask);
 }
 
 static void reply_failed(struct client *c, uint32_t req, uint8_t stage, int err) {
@@ -717,9 +735,56 @@ static void write_pid_file(void) {
   rename(".spawner.pid.tmp", "spawner.pid");
 }
 
+/* Read exactly `n` bytes from `fd` (EOF or an error first: -1). */
+static int read_exact(int fd, unsigned char *buf, size_t n) {
+  size_t got = 0;
+  while (got < n) {
+    ssize_t r = read(fd, buf + got, n - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return -1;
+    got += (size_t)r;
+  }
+  return 0;
+}
+
+/*
+ * `svc-spawner exec <request-fd> <status-fd>`: the same privilege boundary for processes svcd starts
+ * itself (in-process runner, health checks, file transfers). svcd starts this mode with an empty
+ * environment and writes one SPAWN frame (output path '', no stdin: the process keeps the
+ * descriptors it was given) to <request-fd>; the frame's user, working directory and environment
+ * are applied by become_and_exec exactly as for a spawned child. A failure is reported on
+ * <status-fd> as 5 bytes (stage, errno) and exit 127; a successful exec closes <status-fd> (EOF).
+ */
+static int exec_mode(const char *request_arg, const char *status_arg) {
+  char *end;
+  long request_fd = strtol(request_arg, &end, 10);
+  if (*end != 0 || request_fd < 3 || request_fd > 1024) return 2;
+  long status_fd = strtol(status_arg, &end, 10);
+  if (*end != 0 || status_fd < 3 || status_fd > 1024 || status_fd == request_fd) return 2;
+  if (fcntl((int)status_fd, F_SETFD, FD_CLOEXEC) < 0) return 2;
+  unsigned char header[4];
+  if (read_exact((int)request_fd, header, 4) < 0) child_fail((int)status_fd, STAGE_STDIN, EPROTO);
+  uint32_t len = (uint32_t)header[0] | (uint32_t)header[1] << 8 | (uint32_t)header[2] << 16 | (uint32_t)header[3] << 24;
+  if (len > MAX_FRAME || len < 5) child_fail((int)status_fd, STAGE_STDIN, EMSGSIZE);
+  unsigned char *payload = malloc(len);
+  if (payload == NULL) child_fail((int)status_fd, STAGE_STDIN, ENOMEM);
+  if (read_exact((int)request_fd, payload, len) < 0) child_fail((int)status_fd, STAGE_STDIN, EPROTO);
+  close((int)request_fd);
+  struct reader r = {payload, len, 0};
+  uint8_t type = get_u8(&r);
+  (void)get_u32(&r); /* request id: unused here */
+  struct spawn_request s;
+  if (r.bad || type != REQ_SPAWN || parse_spawn(&r, &s) < 0 || s.output[0] != 0 || s.has_stdin)
+    child_fail((int)status_fd, STAGE_STDIN, EPROTO);
+  enter_cgroups(&s, (int)status_fd);
+  become_and_exec(&s, (int)status_fd, -1);
+  return 127; /* not reached */
+}
+
 int main(int argc, char **argv) {
+  if (argc == 4 && strcmp(argv[1], "exec") == 0) return exec_mode(argv[2], argv[3]);
   if (argc != 2) {
-    fprintf(stderr, "usage: svc-spawner <run-dir>\n");
+    fprintf(stderr, "usage: svc-spawner <run-dir> | svc-spawner exec <request-fd> <status-fd>\n");
     return 2;
   }
   self_pid = getpid();

@@ -4,6 +4,7 @@ import type { ClusterNode } from '../cluster/cluster.ts';
 import type { DaemonConfig } from '../config/config.ts';
 import type { HostConfigStore } from '../config/host-config-store.ts';
 import type { PolicyStore } from '../auth/policy-store.ts';
+import type { UserSwitch } from '../privilege/user-switch.ts';
 import type { EventHub } from '../events/event-hub.ts';
 import type { Logger } from '../log/logger.ts';
 import type { SupervisorApi } from '../supervisor/types.ts';
@@ -19,6 +20,8 @@ export interface Services {
   /** Event subscriptions and pushes (events/). */
   events: EventHub;
   policy: PolicyStore;
+  /** The privilege boundary of file transfers (and the supervisor's own processes). */
+  users: UserSwitch;
   logger: Logger;
   /** svcd's Prometheus registry (metrics/), absent in unit-test twins. */
   metrics?: { render(): Promise<{ contentType: string; text: string }> };

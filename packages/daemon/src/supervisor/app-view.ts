@@ -2,7 +2,7 @@
 // plus the lifecycle's runtime state, and, for reads (`usage`), the process group's memory, cpu,
 // fds and tree from /proc.
 import { toPublicView } from '../model/app-definition.ts';
-import { daemonUser } from '../util/os-user.ts';
+import { daemonUser } from '../privilege/os-user.ts';
 import type { DefinitionSource } from './definition-sources.ts';
 import type { AppLifecycle } from './lifecycle.ts';
 import type { OutputStore } from './output-store.ts';
@@ -47,7 +47,7 @@ export function appView(app: AppLifecycle, context: AppViewContext, usage = true
     }
     const group = usage ? readGroupUsage(p.pid) : undefined;
     if (usage) {
-      // A process svc started as an execution user is that user (setpriv may not have switched
+      // A process svc started as an execution user is that user (the helper may not have switched
       // yet in the first instants, /proc would say root); others are read from /proc.
       const uid = p.user === undefined ? readProcessUid(p.pid) : undefined;
       if (uid !== undefined) v['pid_user'] = userName(uid);

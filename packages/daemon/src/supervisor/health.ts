@@ -3,8 +3,10 @@
 // runs in its own process group, killed as a whole at the timeout (and after the check exits).
 // One shared timer for all tracked apps (not one per app); a check still running when the next
 // tick comes is not started twice. Apps without a command use liveness (lifecycle.ts).
-import { spawn } from 'node:child_process';
-import { argvAs, defaultCwd, type OsIdentity } from '../util/os-user.ts';
+import type { ChildProcess } from 'node:child_process';
+import type { OsIdentity } from '../privilege/os-user.ts';
+import { signalGroup } from '../privilege/signals.ts';
+import type { UserSwitch } from '../privilege/user-switch.ts';
 
 export interface HealthTarget {
   readonly name: string;
@@ -17,6 +19,7 @@ export interface HealthTarget {
 }
 
 export function runHealthCommand(
+  users: UserSwitch,
   command: string,
   options: {
     cwd: string | undefined;
@@ -33,42 +36,35 @@ export function runHealthCommand(
       clearTimeout(timer);
       resolve(health);
     };
-    let child: ReturnType<typeof spawn>;
+    let child: ChildProcess;
     try {
       // Its own process group, so that the timeout kills everything the command started (a
-      // `sleep` under `sh -c` would otherwise outlive the shell and pile up).
-      const [file, args] =
-        options.user === undefined
-          ? ['/bin/sh', ['-c', command]]
-          : argvAs(options.user, '/bin/sh', ['-c', command]);
-      child = spawn(file, args, {
-        cwd: options.cwd ?? (options.user === undefined ? undefined : defaultCwd(options.user)),
+      // `sleep` under `sh -c` would otherwise outlive the shell and pile up). As the app's
+      // execution user, switched before the command, its working directory or its environment
+      // apply (privilege/user-switch.ts).
+      ({ child } = users.spawn(options.user, {
+        file: '/bin/sh',
+        args: ['-c', command],
+        cwd: options.cwd,
         env: options.env,
         detached: true,
-        stdio: 'ignore',
-      });
+        stdio: ['ignore', 'ignore', 'ignore'],
+      }));
     } catch {
       resolve(1);
       return;
     }
     const timer = setTimeout(() => {
-      try {
-        if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
+      if (child.pid !== undefined) signalGroup(child.pid, 'SIGKILL');
       finish(1);
     }, options.timeoutMs);
     timer.unref();
     child.on('error', () => finish(1));
     child.on('exit', (code) => {
+      // A helper that could not switch, enter the directory or exec exits 127: unhealthy too.
       finish(code === 0 ? 0 : 1);
       // Leftovers of a command that exited but left children in its group.
-      try {
-        if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
-      } catch {
-        // none
-      }
+      if (child.pid !== undefined) signalGroup(child.pid, 'SIGKILL');
     });
     child.unref();
   });
@@ -77,11 +73,13 @@ export function runHealthCommand(
 export class HealthChecker {
   readonly #targets = new Map<string, HealthTarget>();
   readonly #running = new Set<string>();
+  readonly #users: UserSwitch;
   readonly #intervalMs: number;
   readonly #timeoutMs: number;
   #timer: NodeJS.Timeout | undefined;
 
-  constructor(intervalMs: number, timeoutMs = Math.min(intervalMs, 5_000)) {
+  constructor(users: UserSwitch, intervalMs: number, timeoutMs = Math.min(intervalMs, 5_000)) {
+    this.#users = users;
     this.#intervalMs = intervalMs;
     this.#timeoutMs = timeoutMs;
   }
@@ -118,7 +116,7 @@ export class HealthChecker {
   #check(target: HealthTarget): void {
     if (target.command === undefined || this.#running.has(target.name)) return;
     this.#running.add(target.name);
-    void runHealthCommand(target.command, {
+    void runHealthCommand(this.#users, target.command, {
       cwd: target.cwd,
       env: target.env,
       user: target.user,

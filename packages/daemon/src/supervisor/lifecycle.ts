@@ -38,7 +38,7 @@
 //
 // Concerns that react to transitions (health checks, cgroups, snapshot, events) plug in as hooks.
 import { randomUUID } from 'node:crypto';
-import type { OsIdentity } from '../util/os-user.ts';
+import type { OsIdentity } from '../privilege/os-user.ts';
 import type { AppDefinition } from '../model/app-definition.ts';
 import type { ExitInfo, ProcessRunner, SpawnedProcess } from './process-runner.ts';
 import { decideExitAction, INITIAL_CRASH_STATE, nextBackoff } from './restart-policy.ts';

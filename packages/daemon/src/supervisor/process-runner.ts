@@ -10,9 +10,11 @@
 // - `metadata` is written to stdin, then stdin is closed; without metadata stdin is /dev/null.
 // - a spawn failure (ENOENT, EACCES, bad cwd) never throws: it is reported through `onExit` with
 //   `spawnError` set and a shell-like exit code (127 not found, 126 not executable, 1 otherwise).
-import { spawn } from 'node:child_process';
 import { constants } from 'node:os';
-import { argvAs, defaultCwd, type OsIdentity } from '../util/os-user.ts';
+import type { OsIdentity } from '../privilege/os-user.ts';
+import { signalGroup, signalProcess } from '../privilege/signals.ts';
+import type { UserSwitch } from '../privilege/user-switch.ts';
+import { describeSpawnFailure } from './spawner/frames.ts';
 
 export interface SpawnRequest {
   command: string;
@@ -157,7 +159,7 @@ export function spawnErrorCode(error: { code?: string | undefined }): number {
   return 1;
 }
 
-export function createProcessRunner(): ProcessRunner {
+export function createProcessRunner(users: UserSwitch): ProcessRunner {
   return {
     kind: 'inprocess',
     placesInCgroups: false,
@@ -169,15 +171,8 @@ export function createProcessRunner(): ProcessRunner {
       } catch (error) {
         return failed(`cannot parse command: ${(error as Error).message}`, 1);
       }
-      let cwd = request.cwd;
-      if (request.user !== undefined) {
-        try {
-          [file, args] = argvAs(request.user, file, args);
-        } catch (error) {
-          return failed(`cannot start: ${(error as Error).message}`, 1);
-        }
-        cwd ??= defaultCwd(request.user);
-      }
+      const refusal = users.refusal(request.user);
+      if (refusal !== undefined) return failed(`cannot start: ${refusal}`, 1);
       let exited: ExitInfo | undefined;
       let listener: ((info: ExitInfo) => void) | undefined;
       const finish = (info: ExitInfo): void => {
@@ -185,31 +180,44 @@ export function createProcessRunner(): ProcessRunner {
         exited = info;
         listener?.(info);
       };
-      let child;
+      let spawned;
       try {
-        child = spawn(file, args, {
-          cwd,
+        spawned = users.spawn(request.user, {
+          file,
+          args,
+          cwd: request.cwd,
           env: request.env,
           detached: true,
           stdio: [request.stdin === undefined ? 'ignore' : 'pipe', request.outputFd, request.outputFd],
-          windowsHide: true,
         });
       } catch (error) {
         // Synchronous throws: invalid arguments (e.g. a NUL byte in env), EAGAIN/EMFILE.
         return failed(`spawn failed: ${(error as Error).message}`, 1);
       }
-      child.on('error', (error: NodeJS.ErrnoException) => {
-        if (child.pid === undefined) {
+      const { child, started } = spawned;
+      // The exit is reported once the start's verdict is known: a process that never ran (the
+      // helper's user switch, chdir or exec failed) is a spawn failure, not an exit.
+      child.on('exit', (code, signal) => {
+        void started.then((failure) => {
+          if (failure === undefined) finish({ exitCode: exitCodeOf(code, signal), spawnError: undefined });
+        });
+      });
+      void started.then((failure) => {
+        if (failure === undefined) return;
+        if (failure.kind === 'helper') {
+          const { message, exitCode } = describeSpawnFailure(failure.stage, failure.errno, file, request.cwd);
+          finish({ exitCode, spawnError: message });
+        } else if (child.pid === undefined) {
           const where =
-            error.code === 'ENOENT' && request.cwd !== undefined
+            failure.error.code === 'ENOENT' && request.cwd !== undefined
               ? ` (command or working_dir ${request.cwd})`
               : '';
-          finish({ exitCode: spawnErrorCode(error), spawnError: `spawn failed: ${error.message}${where}` });
+          finish({
+            exitCode: spawnErrorCode(failure.error),
+            spawnError: `spawn failed: ${failure.error.message}${where}`,
+          });
         }
       });
-      child.on('exit', (code, signal) =>
-        finish({ exitCode: exitCodeOf(code, signal), spawnError: undefined }),
-      );
       if (request.stdin !== undefined && child.stdin !== null) {
         // The child may exit without reading: EPIPE is not an error of the daemon.
         child.stdin.on('error', () => undefined);
@@ -224,24 +232,8 @@ export function createProcessRunner(): ProcessRunner {
         },
       };
     },
-    killGroup(pid, signal) {
-      if (pid <= 0) return false;
-      try {
-        process.kill(-pid, signal);
-        return true;
-      } catch {
-        return false;
-      }
-    },
-    kill(pid, signal) {
-      if (pid <= 0) return false;
-      try {
-        process.kill(pid, signal);
-        return true;
-      } catch {
-        return false;
-      }
-    },
+    killGroup: signalGroup,
+    kill: signalProcess,
   };
 }
 

@@ -10,7 +10,7 @@ import { join, resolve } from 'node:path';
 import { pid as daemonPid } from 'node:process';
 import { SvcError } from '@svc/protocol';
 import type { Logger } from '../log/logger.ts';
-import { lookupOsUser, userEnv, type OsIdentity } from '../util/os-user.ts';
+import { lookupOsUser, userEnv, type OsIdentity } from '../privilege/os-user.ts';
 import type { AppDefinition } from '../model/app-definition.ts';
 import { othersAccess, parseAppDefinition } from '../model/app-definition.ts';
 import type { SecretCrypter } from '../model/secret-crypter.ts';
@@ -31,7 +31,8 @@ import type { Clock, LifecycleHost, RunningProcess } from './lifecycle.ts';
 import { OutputStore } from './output-store.ts';
 import { isSameProcess, readProcStat } from './proc-stats.ts';
 import { createProcessRunner } from './process-runner.ts';
-import { chooseSpawner, connectSpawner, spawnerPaths, type SpawnerMode } from './spawner/launch.ts';
+import { chooseSpawner, connectSpawner, spawnerPaths, userSwitchOf, type SpawnerMode } from './spawner/launch.ts';
+import type { UserSwitch } from '../privilege/user-switch.ts';
 import { createSpawnerRunner, type SpawnerRunner } from './spawner/spawner-runner.ts';
 import type { ProcessRunner } from './process-runner.ts';
 import { probeResourceLimiter } from './resource-limit.ts';
@@ -91,6 +92,12 @@ export interface SupervisorOptions {
   spawnerMode?: SpawnerMode;
   /** Where packages/spawner is (the install root). */
   installRoot?: string;
+  /**
+   * The privilege boundary of the processes svcd starts itself (in-process runner, health checks);
+   * default: svc-spawner's `exec` mode from the install root. daemon.ts passes the one it shares
+   * with file transfers.
+   */
+  userSwitch?: UserSwitch;
   /** Test seams. */
   runner?: ProcessRunner;
   cgroupRoot?: string;
@@ -160,19 +167,20 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
   const workDir = options.workDir;
   let spawnerReason: string | undefined;
   let runner: ProcessRunner;
+  const paths = spawnerPaths(options.installRoot ?? resolve(import.meta.dirname, '../../../..'), workDir);
+  const users = options.userSwitch ?? userSwitchOf(paths);
   if (options.runner !== undefined) {
     runner = options.runner;
   } else {
-    const paths = spawnerPaths(options.installRoot ?? resolve(import.meta.dirname, '../../../..'), workDir);
     const choice = await chooseSpawner(options.spawnerMode ?? 'auto', paths, logger);
     spawnerReason = choice.reason;
     runner =
       choice.connection === undefined || choice.binary === undefined
-        ? createProcessRunner()
+        ? createProcessRunner(users)
         : createSpawnerRunner({
             connection: choice.connection,
             reconnect: () => connectSpawner(choice.binary as string, paths.runDir),
-            inProcess: createProcessRunner(),
+            inProcess: createProcessRunner(users),
             // An exit is acknowledged (and forgotten by the spawner) once the snapshot records it.
             beforeAcknowledge: () => snapshot.flush(),
             logger,
@@ -189,7 +197,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
       logger.warn('output size cap not enforced: releasing old output failed', { app, error }),
   });
   const limiter: ResourceLimiter = probeResourceLimiter(logger, options.cgroupRoot, workDir);
-  const health = new HealthChecker(options.healthIntervalMs ?? DEFAULT_HEALTH_INTERVAL_MS);
+  const health = new HealthChecker(users, options.healthIntervalMs ?? DEFAULT_HEALTH_INTERVAL_MS);
   const baseEnv = baseEnvironment();
   // One KeyObject for every HMAC: createHmac with a raw Buffer re-validates and copies the key
   // each call (~0.1 ms on the start path and on every worker request's key check).

@@ -8,6 +8,10 @@ import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { SvcError } from '@svc/protocol';
 import { uploadAs } from '../../src/files/file-transfer.ts';
+import { UserSwitch } from '../../src/privilege/user-switch.ts';
+
+// As the daemon's own user: no switch, so no helper binary is needed.
+const users = new UserSwitch(undefined);
 
 let dir: string;
 
@@ -23,7 +27,7 @@ it('leaves the target as it was and no temp file, wherever in its start the uplo
   await writeFile(target, 'before');
   for (let i = 0; i < 200; i++) {
     const body = new PassThrough();
-    const upload = uploadAs(undefined, { dir, target, attributes: {} }, body);
+    const upload = uploadAs(users, undefined, { path: target, allow: () => undefined, attributes: {} }, body);
     // Cut after 0 to ~3 ms: before the shell runs, during mktemp, while it copies.
     const delayMs = (i % 20) * 0.15;
     setTimeout(() => body.destroy(new Error('client gone')), delayMs);

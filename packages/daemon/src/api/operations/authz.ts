@@ -1,6 +1,6 @@
 // Authorization records: the caller's principal, roles, permissions and principals (CONTRACT §5–§6, §8).
 import { PERMISSIONS, SvcError } from '@svc/protocol';
-import { lookupOsUser } from '../../util/os-user.ts';
+import { lookupOsUser } from '../../privilege/os-user.ts';
 import type { Principal } from '../../auth/principal.ts';
 import type * as z from 'zod';
 import { json } from '../responses.ts';

@@ -5,13 +5,19 @@
 // files/file-policy.ts; the file system work runs as the caller's execution user:
 // files/file-transfer.ts.
 import { realpath } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
+import { basename } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { SvcError } from '@svc/protocol';
 import { INSTALL_ROOT } from '../../config/config.ts';
 import { attributesOf, checkTransferPath, filePathOf, type TransferPolicy } from '../../files/file-policy.ts';
-import { downloadAs, readFileAs, uploadAs, type FileMeta } from '../../files/file-transfer.ts';
-import { lookupOsUser, type OsIdentity } from '../../util/os-user.ts';
+import {
+  downloadAs,
+  readFileAs,
+  uploadAs,
+  type FileMeta,
+  type TransferTarget,
+} from '../../files/file-transfer.ts';
+import { lookupOsUser, type OsIdentity } from '../../privilege/os-user.ts';
 import * as z from 'zod';
 import { json } from '../responses.ts';
 import type { Services } from '../services.ts';
@@ -41,17 +47,6 @@ function identityOf(context: Ctx): OsIdentity | undefined {
   return identity;
 }
 
-async function real(path: string): Promise<string> {
-  try {
-    return await realpath(path);
-  } catch (cause) {
-    const code = (cause as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT' || code === 'ENOTDIR')
-      throw new SvcError('not_found', 'no such file or directory', { cause });
-    throw new SvcError('forbidden', 'the path cannot be resolved', { cause });
-  }
-}
-
 async function policyOf(context: Ctx): Promise<TransferPolicy> {
   const config = context.services.config;
   const resolve = (path: string): Promise<string> => realpath(path).catch(() => path);
@@ -74,13 +69,22 @@ function disposition(path: string): string {
   return `attachment; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(name)}`;
 }
 
+/**
+ * The caller's path and the transfer policy, applied by file-transfer.ts to the real path the
+ * execution user resolved (never resolved here, as the daemon's user).
+ */
+async function targetOf(context: Ctx, path: string): Promise<TransferTarget> {
+  const policy = await policyOf(context);
+  const administrator = isAdministrator(context);
+  return { path, allow: (realPath) => checkTransferPath(realPath, policy, administrator) };
+}
+
 async function upload(context: Ctx) {
-  const target = filePathOf(context.request.headers);
+  const path = filePathOf(context.request.headers);
   const attributes = attributesOf(context.request.headers);
   const user = identityOf(context);
-  const dir = await real(dirname(target));
-  const resolved = join(dir, basename(target));
-  checkTransferPath(resolved, await policyOf(context), isAdministrator(context));
+  const { users } = context.services;
+  const target = { ...(await targetOf(context, path)), attributes };
   const connection = context.request.connection;
   if (
     context.request.headers[SEND_FILE_SOCKET] === 'true' &&
@@ -90,26 +94,26 @@ async function upload(context: Ctx) {
     // App Mesh 3.0's TCP side channel: the file follows as raw frames, ended by an empty one; the
     // client reads no further answer, so a failure can only be logged.
     const frames = new PassThrough();
-    const done = uploadAs(user, { dir, target: resolved, attributes }, frames).catch((error: unknown) =>
+    const done = uploadAs(users, user, target, frames).catch((error: unknown) =>
       context.services.logger.warn('file upload over the TCP side channel failed', { error: error as Error }),
     );
     connection.receiveRawFrames(frames, done);
-    return json({ path: target }, 200, { [SEND_FILE_SOCKET]: 'true' });
+    return json({ path }, 200, { [SEND_FILE_SOCKET]: 'true' });
   }
   const source = context.request.bodyStream ?? context.request.body;
-  const meta = await uploadAs(user, { dir, target: resolved, attributes }, source);
-  return json({ path: target, size: meta.size, mode: meta.mode, user: meta.user, group: meta.group });
+  const meta = await uploadAs(users, user, target, source);
+  return json({ path, size: meta.size, mode: meta.mode, user: meta.user, group: meta.group });
 }
 
 async function download(context: Ctx) {
   const path = filePathOf(context.request.headers);
   const user = identityOf(context);
-  const resolved = await real(path);
-  checkTransferPath(resolved, await policyOf(context), isAdministrator(context));
+  const { users } = context.services;
+  const target = await targetOf(context, path);
   const headers = { 'content-disposition': disposition(path) };
   if (context.request.headers[RECV_FILE_SOCKET] === 'true' && context.request.transport === 'tcp') {
     // App Mesh 3.0's TCP side channel: raw frames after this answer, then an empty one.
-    const { meta, stream } = await downloadAs(user, resolved);
+    const { meta, stream } = await downloadAs(users, user, target);
     return {
       status: 200,
       headers: { ...headers, ...attributeHeaders(meta), [RECV_FILE_SOCKET]: 'true' },
@@ -119,7 +123,7 @@ async function download(context: Ctx) {
     };
   }
   if (context.request.transport !== 'rest') {
-    const { meta, body } = await readFileAs(user, resolved, context.services.config.limits.maxBodyBytes);
+    const { meta, body } = await readFileAs(users, user, target, context.services.config.limits.maxBodyBytes);
     return {
       status: 200,
       headers: { ...headers, ...attributeHeaders(meta) },
@@ -127,7 +131,7 @@ async function download(context: Ctx) {
       body,
     };
   }
-  const { meta, stream } = await downloadAs(user, resolved);
+  const { meta, stream } = await downloadAs(users, user, target);
   return {
     status: 200,
     headers: { ...headers, ...attributeHeaders(meta), 'content-length': String(meta.size) },

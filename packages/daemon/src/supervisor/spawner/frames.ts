@@ -3,6 +3,8 @@
 // the payload: u8 type, u32 request id (events: the first field instead), then the type's fields.
 // Strings are u32 length + bytes; lists are u32 count + items.
 
+import { constants as osConstants } from 'node:os';
+
 export const PROTOCOL_VERSION = 1;
 /** Largest payload either side accepts (a SPAWN carries the whole environment). */
 export const MAX_FRAME = 8 * 1024 * 1024;
@@ -54,6 +56,35 @@ export type Message =
   | { type: 'exit'; id: number; pid: number; code: number; exitedAt: number };
 
 export class FrameError extends Error {}
+
+function errnoName(errno: number): string {
+  for (const [name, value] of Object.entries(osConstants.errno)) if (value === errno) return name;
+  return `errno ${errno}`;
+}
+
+function stageName(stage: number): string {
+  for (const [name, value] of Object.entries(STAGE)) if (value === stage) return name;
+  return `stage ${stage}`;
+}
+
+/**
+ * A child's report of why it never ran (SPAWN_FAILED, or `svc-spawner exec`'s status bytes): the
+ * message and the shell-like exit code (127 not found, 126 not executable, 1 otherwise) both
+ * runners report.
+ */
+export function describeSpawnFailure(
+  stage: number,
+  errno: number,
+  file: string,
+  cwd: string | undefined,
+): { message: string; exitCode: number } {
+  const code = errnoName(errno);
+  const where = code === 'ENOENT' && cwd !== undefined ? ` (command or working_dir ${cwd})` : '';
+  const what =
+    stage === STAGE.exec || stage === STAGE.chdir ? `spawn ${file} ${code}${where}` : `${stageName(stage)}: ${code}`;
+  const exitCode = code === 'ENOENT' ? 127 : code === 'EACCES' || code === 'ENOEXEC' ? 126 : 1;
+  return { message: `spawn failed: ${what}`, exitCode };
+}
 
 class Writer {
   #chunks: Buffer[] = [];

@@ -12,6 +12,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from '../../log/logger.ts';
+import { UserSwitch } from '../../privilege/user-switch.ts';
 import { SpawnerConnection } from './connection.ts';
 
 export type SpawnerMode = 'native' | 'inprocess' | 'auto';
@@ -55,6 +56,17 @@ export function ensureSpawnerBinary(paths: SpawnerPaths): { binary: string } | {
   }
   if (mtimeOf(paths.binary) === undefined) return { problem: `${paths.binary} is missing` };
   return { binary: paths.binary };
+}
+
+/**
+ * The user switch of the processes svcd starts itself: svc-spawner's `exec` mode (the binary is
+ * needed for that whichever runner spawns the apps), built first when stale.
+ */
+export function userSwitchOf(paths: SpawnerPaths): UserSwitch {
+  const found = ensureSpawnerBinary(paths);
+  return 'binary' in found
+    ? new UserSwitch(found.binary)
+    : new UserSwitch(undefined, `svc-spawner is not available (${found.problem})`);
 }
 
 /** Start a spawner in `runDir` and wait for its "ready" line. Exit 3: another one holds the lock. */

@@ -16,13 +16,12 @@
 import { writeFileSync } from 'node:fs';
 import { constants } from 'node:os';
 import type { Logger } from '../../log/logger.ts';
-import { defaultCwd } from '../../util/os-user.ts';
+import { defaultCwd } from '../../privilege/os-user.ts';
 import { scanClaimingProcesses } from '../orphans.ts';
 import { isSameProcess, readProcStat } from '../proc-stats.ts';
 import {
   commandOf,
   failed,
-  spawnErrorCode,
   type ExitInfo,
   type HeldProcess,
   type ProcessRunner,
@@ -30,7 +29,7 @@ import {
   type SpawnRequest,
 } from '../process-runner.ts';
 import { SpawnerGone, type ExitEvent, type SpawnerConnection } from './connection.ts';
-import { encodeAck, encodeSignal, encodeSpawn, parseTag, STAGE } from './frames.ts';
+import { describeSpawnFailure, encodeAck, encodeSignal, encodeSpawn, parseTag } from './frames.ts';
 
 export interface SpawnerRunnerOptions {
   /** The first connection (already open). */
@@ -68,10 +67,6 @@ export interface SpawnerRunner extends ProcessRunner {
   spawnerPid(): number;
 }
 
-function errnoName(errno: number): string {
-  for (const [name, value] of Object.entries(constants.errno)) if (value === errno) return name;
-  return `errno ${errno}`;
-}
 
 export function createSpawnerRunner(options: SpawnerRunnerOptions): SpawnerRunner {
   const { logger } = options;
@@ -335,14 +330,8 @@ export function createSpawnerRunner(options: SpawnerRunnerOptions): SpawnerRunne
       return inProcess.spawn(request);
     }
     if (reply.type === 'spawnFailed') {
-      const code = errnoName(reply.errno);
-      const where =
-        code === 'ENOENT' && request.cwd !== undefined ? ` (command or working_dir ${request.cwd})` : '';
-      const what =
-        reply.stage === STAGE.exec || reply.stage === STAGE.chdir
-          ? `spawn ${file} ${code}${where}`
-          : `${stageName(reply.stage)}: ${code}`;
-      return failed(`spawn failed: ${what}`, spawnErrorCode({ code }));
+      const failure = describeSpawnFailure(reply.stage, reply.errno, file, request.cwd);
+      return failed(failure.message, failure.exitCode);
     }
     if (reply.type !== 'spawned') return failed('spawn failed: unexpected reply from svc-spawner', 1);
     const t: Tracked = {
@@ -417,7 +406,3 @@ export function createSpawnerRunner(options: SpawnerRunnerOptions): SpawnerRunne
   };
 }
 
-function stageName(stage: number): string {
-  for (const [name, value] of Object.entries(STAGE)) if (value === stage) return name;
-  return `stage ${stage}`;
-}

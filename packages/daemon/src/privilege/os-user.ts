@@ -3,10 +3,7 @@
 // NSS users (LDAP, sssd) work as well as /etc/passwd ones; results are cached briefly because a
 // restart loop would otherwise look the same user up on every start.
 //
-// Switching users needs root: Node's own `uid`/`gid` spawn options drop the supplementary groups,
-// so a child that must run as another user is started through util-linux `setpriv`, which sets the
-// real and effective uid and gid and the user's supplementary groups, then execs the command (same
-// pid, so process groups, signals and the output fd behave as without it).
+// Switching to one of them is privilege/user-switch.ts, the one place that does it.
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { userInfo } from 'node:os';
@@ -63,32 +60,9 @@ export function daemonUser(): string {
   return userInfo().username;
 }
 
-const SETPRIV = ['/usr/bin/setpriv', '/bin/setpriv'];
-
-/**
- * The argv that runs `file args` as `identity`: unchanged when that is the daemon's own uid and
- * gid, else through setpriv. Throws when the daemon cannot switch (not root, no setpriv).
- */
-export function argvAs(identity: OsIdentity, file: string, args: readonly string[]): [string, string[]] {
-  if (identity.uid === process.getuid?.() && identity.gid === process.getgid?.()) return [file, [...args]];
-  if (process.getuid?.() !== 0)
-    throw new Error(`svcd does not run as root, so it cannot run processes as ${identity.user}`);
-  const setpriv = SETPRIV.find((path) => existsSync(path));
-  if (setpriv === undefined)
-    throw new Error(
-      `setpriv (util-linux) is not installed, so svcd cannot run processes as ${identity.user}`,
-    );
-  return [
-    setpriv,
-    [
-      `--reuid=${identity.uid}`,
-      `--regid=${identity.gid}`,
-      `--groups=${identity.groups.join(',')}`,
-      '--',
-      file,
-      ...args,
-    ],
-  ];
+/** Whether running as `identity` needs a switch away from the daemon's own uid and gid. */
+export function needsSwitch(identity: OsIdentity | undefined): identity is OsIdentity {
+  return identity !== undefined && (identity.uid !== process.getuid?.() || identity.gid !== process.getgid?.());
 }
 
 /** HOME, USER and LOGNAME of `identity`, to overlay on a child's environment. */
