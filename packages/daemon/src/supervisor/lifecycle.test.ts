@@ -74,6 +74,8 @@ function setup(input: Record<string, unknown>) {
     started: () => undefined,
     exited: () => undefined,
     changed: () => undefined,
+    // The supervisor checks the process's owner first (privilege/adoption.ts); here it may.
+    signalExternal: (_app, process, signal) => runner.kill(process.pid, signal),
     startBlocker: () => undefined,
     requestRemoval: (app) => removals.push(app.name),
   };
@@ -104,9 +106,9 @@ describe('AppLifecycle', () => {
     expect(events).toContainEqual({ type: 'HEALTH', app: 'app', health: 1, previousHealth: 0 });
   });
 
-  it('adopts an external pid without spawning; a non-leader gets pid-only signals; unknown exit', async () => {
+  it('adopts an external pid without spawning; it gets pid-only signals (never its group); unknown exit', async () => {
     const { clock, runner, events, app } = setup({ behavior: { exit: 'restart' }, pid: 4242 });
-    const adopted = app.adoptExternal(4242, 777, false);
+    const adopted = app.adoptExternal(4242, 777);
     expect(runner.spawned).toHaveLength(0);
     expect(app.state).toBe('running');
     expect(adopted).toMatchObject({
@@ -130,7 +132,7 @@ describe('AppLifecycle', () => {
 
     // Exit on its own with an unknown code counts as a failure: `restart` spawns the command.
     const b = setup({ behavior: { exit: 'restart' }, pid: 4343 });
-    b.app.adoptExternal(4343, 1, true);
+    b.app.adoptExternal(4343, 1);
     b.app.adoptedExited();
     expect(b.runner.spawned).toHaveLength(1);
     expect(b.app.state).toBe('running');

@@ -100,7 +100,7 @@ export interface RunningProcess {
   reattached?: boolean;
   /** Adopted by the definition's `pid`: started outside svc, so its output is not captured. */
   external?: boolean;
-  /** Signal the pid alone on stop: an external process that does not lead its process group. */
+  /** Signal the pid alone on stop (always for an external process: svc did not create its group). */
   signalPidOnly?: boolean;
   /** OS user name the process runs as (`pid_user`), when svc started it. */
   user?: string;
@@ -128,6 +128,11 @@ export interface LifecycleHost {
   exitError?(app: AppLifecycle, process: RunningProcess): string | undefined;
   /** Runtime state changed in a way the snapshot should capture. */
   changed(app: AppLifecycle): void;
+  /**
+   * Signal an external (adopted by `pid`) process, alone, if it is still the process adopted and
+   * still may be (privilege/adoption.ts); one that may not is let go and reported as exited.
+   */
+  signalExternal(app: AppLifecycle, process: RunningProcess, signal: NodeJS.Signals): void;
   /** The exit behavior `remove`, or a transient app's lifecycle ended: remove the app. */
   requestRemoval(app: AppLifecycle): void;
   /**
@@ -342,7 +347,7 @@ export class AppLifecycle {
    * Take over a running process that svc did not start (the definition's `pid`): a start without a
    * spawn. START is published with a fresh process uuid; its exit is found by the supervisor's poll.
    */
-  adoptExternal(pid: number, startTicks: number, leadsGroup: boolean): RunningProcess {
+  adoptExternal(pid: number, startTicks: number): RunningProcess {
     const host = this.#host;
     const now = host.clock.now();
     const processUuid = randomUUID();
@@ -356,8 +361,9 @@ export class AppLifecycle {
       startTicks,
       adopted: true,
       external: true,
+      // svc did not create its process group: only the process itself is ever signalled.
+      signalPidOnly: true,
     };
-    if (!leadsGroup) process.signalPidOnly = true;
     this.process = process;
     this.#setState('running', undefined);
     host.emit({ type: 'START', app: this.name, pid, processUuid });
@@ -539,9 +545,13 @@ export class AppLifecycle {
     host.changed(this);
   }
 
-  /** Stop signals go to the whole process group, except for an external pid that leads none. */
+  /**
+   * Stop signals go to the whole process group svc created; an external (adopted) process is
+   * signalled alone, and only through the host's ownership check.
+   */
   #signal(process: RunningProcess, signal: NodeJS.Signals): void {
-    if (process.signalPidOnly === true) this.#host.runner.kill(process.pid, signal);
+    if (process.external === true) this.#host.signalExternal(this, process, signal);
+    else if (process.signalPidOnly === true) this.#host.runner.kill(process.pid, signal);
     else this.#host.runner.killGroup(process.pid, signal);
   }
 

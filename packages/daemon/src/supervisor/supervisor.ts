@@ -30,6 +30,8 @@ import { AppLifecycle } from './lifecycle.ts';
 import type { Clock, LifecycleHost, RunningProcess } from './lifecycle.ts';
 import { OutputStore } from './output-store.ts';
 import { isSameProcess, readProcStat } from './proc-stats.ts';
+import { adoptionRefusal, readProcessFacts, type AdoptionRules } from '../privilege/adoption.ts';
+import { signalProcess } from '../privilege/signals.ts';
 import { createProcessRunner } from './process-runner.ts';
 import { chooseSpawner, connectSpawner, spawnerPaths, userSwitchOf, type SpawnerMode } from './spawner/launch.ts';
 import type { UserSwitch } from '../privilege/user-switch.ts';
@@ -476,6 +478,27 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
     changed() {
       snapshot.schedule();
     },
+    signalExternal(app, p, signal) {
+      const facts = readProcessFacts(p.pid);
+      if (facts === undefined || !isSameProcess(p.pid, p.startTicks)) return; // gone: the poll reports it
+      const callerUid = executionUid(app.def);
+      const refusal =
+        callerUid === undefined
+          ? 'the execution user of the owner no longer exists'
+          : adoptionRefusal(p.pid, facts, adoptionRules(app.def, callerUid));
+      if (refusal === undefined) {
+        signalProcess(p.pid, signal);
+        return;
+      }
+      // It may no longer be signalled for this owner (it exec'd something setuid, the owner's
+      // user changed): let it go, as if it had exited, and say so.
+      logger.warn('adopted process released without a signal', { app: app.name, pid: p.pid, reason: refusal });
+      queueMicrotask(() => {
+        if (app.process !== p) return;
+        adopted.delete(app);
+        app.adoptedExited();
+      });
+    },
     requestRemoval(app) {
       void serial(app.name, () => removeNow(app)).catch((error: unknown) =>
         logger.error('automatic removal failed', { app: app.name, error }),
@@ -565,18 +588,42 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
   /** The app view (app-view.ts); `usage` reads /proc (get/list only, never a mutation's answer). */
   const view = (app: AppLifecycle, usage = true): AppView => appView(app, viewContext, usage);
 
+  /** The uid the processes of `def`'s owner run as (its execution user; the daemon's own uid without one). */
+  const executionUid = (def: AppDefinition): number | undefined => {
+    const name = options.executionUserOf?.(def.owner_principal_id);
+    return name === undefined ? process.getuid?.() : lookupOsUser(name)?.uid;
+  };
+
+  /** Adoption and signal rules of privilege/adoption.ts for processes of `def`'s owner. */
+  const adoptionRules = (def: AppDefinition, callerUid: number): AdoptionRules => {
+    const protectedPids = new Set<number>([daemonPid]);
+    const spawner = runner.kind === 'native' ? (runner as SpawnerRunner).spawnerPid() : 0;
+    if (spawner > 0) protectedPids.add(spawner);
+    for (const other of apps.values())
+      if (other.def.system && other.process !== undefined) protectedPids.add(other.process.pid);
+    const protectedGroups = new Set<number>([readProcStat(daemonPid)?.pgid ?? daemonPid]);
+    if (spawner > 0) protectedGroups.add(spawner);
+    return { callerUid, protectedPids, protectedGroups };
+  };
+
   /**
    * Register `def` by adopting the running process `def.pid` instead of spawning (CONTRACT §7).
-   * Refused when /proc/<pid> does not exist (or is a zombie), when it is the daemon, or when the
+   * Refused when /proc/<pid> does not exist (or is a zombie), when privilege/adoption.ts refuses it
+   * (not the caller's execution user's, pid 1, a kernel thread, svc's own processes), or when the
    * process (or its process group) is already managed. The process's start time is recorded, and
    * the snapshot is written before acknowledging, so a daemon restart re-attaches to it.
    */
   const adoptByPid = async (def: AppDefinition, existing: AppLifecycle | undefined): Promise<AppView> => {
     const pid = def.pid as number;
     const stat = readProcStat(pid);
-    if (stat === undefined || stat.state === 'Z') throw new SvcError('invalid_app', 'pid: no such process');
-    if (pid === daemonPid || stat.pgid === daemonPid)
-      throw new SvcError('invalid_app', 'pid: the svc daemon cannot adopt itself');
+    const facts = readProcessFacts(pid);
+    if (stat === undefined || stat.state === 'Z' || facts === undefined)
+      throw new SvcError('invalid_app', 'pid: no such process');
+    const callerUid = executionUid(def);
+    if (callerUid === undefined)
+      throw new SvcError('invalid_app', 'pid: the execution user of the owner does not exist on this host');
+    const refusal = adoptionRefusal(pid, facts, adoptionRules(def, callerUid));
+    if (refusal !== undefined) throw new SvcError('invalid_app', refusal);
     const current = existing?.process;
     const keep = current !== undefined && current.pid === pid && startTicksOf(current) === stat.startTicks;
     if (!keep) {
@@ -611,7 +658,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
     }
     app.resetForRun();
     if (isSameProcess(pid, stat.startTicks)) {
-      app.adoptExternal(pid, stat.startTicks, stat.pgid === pid);
+      app.adoptExternal(pid, stat.startTicks);
       watchAdopted(app);
     } else {
       app.decide(); // it exited meanwhile: as if adopted and gone at once (the command runs)

@@ -234,7 +234,7 @@ describe('adopting a running process (pid)', () => {
     });
   });
 
-  it('stop signals the group of an adopted leader, and only the pid of a non-leader', async () => {
+  it('stop signals only the adopted pid, leader of its group or not: svc did not create that group', async () => {
     f = await fixture({ adoptedPollMs: 20 });
     // A leader with two children in its group.
     const leader = startDetached('sh', ['-c', 'sleep 60 & sleep 60 & wait']);
@@ -252,7 +252,10 @@ describe('adopting a running process (pid)', () => {
     expect(f.sup.get('lead')?.['processes']).toBe(3);
     await f.sup.disable('lead');
     expect((await waitExit(f, 'lead')).exitCode).toBeUndefined();
-    await waitFor(() => !alive(leader) && children.every((c) => !alive(c)), { what: 'whole group gone' });
+    await waitFor(() => !alive(leader), { what: 'the adopted leader gone' });
+    // Its group was not svc's to signal: the children (reparented) live on.
+    expect(children.every((c) => alive(c))).toBe(true);
+    for (const child of children) process.kill(child, 'SIGKILL');
 
     // A non-leader: the sleep inside a looping shell's group. Only it is signalled.
     const pidFile = join(f.dir, 'inner');
