@@ -38,7 +38,7 @@ function sleepers(uid?: number, gid?: number): { leader: number; member: () => P
   });
   started.push(child);
   const member = new Promise<number>((resolve) =>
-    child.stdout!.once('data', (chunk: Buffer) => resolve(Number(chunk.toString().trim()))),
+    child.stdout.once('data', (chunk: Buffer) => resolve(Number(chunk.toString().trim()))),
   );
   return { leader: child.pid as number, member: () => member };
 }
