@@ -3,7 +3,7 @@
 // are transferred, and nothing outlives its request — also a download whose client goes away in
 // the middle of the stream.
 import { execFileSync } from 'node:child_process';
-import { chmod, mkdtemp, readdir, readlink, rm, writeFile } from 'node:fs/promises';
+import { chmod, lstat, mkdtemp, readdir, readlink, rm, writeFile } from 'node:fs/promises';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -69,6 +69,19 @@ describe('downloads of what is not a regular file', () => {
     for (const r of answers) expect([r.status, r.json<{ error: string }>().error]).toEqual([400, 'bad_request']);
     await waitFor(async () => (await transferChildren()).length === 0, { what: 'no transfer child left' });
     await waitFor(async () => (await pipes()) <= baselinePipes, { what: "svcd's pipes back to the baseline" });
+  });
+
+  it('refuses to upload over a FIFO (409): it stays a FIFO, and no child is left', async () => {
+    const fifo = join(dir, 'fifo-target');
+    execFileSync('mkfifo', ['-m', '666', fifo]);
+    const r = await rest.call('POST', '/svc/file/upload', {
+      token: admin,
+      rawBody: 'data',
+      headers: { 'x-file-path': encodeURIComponent(fifo), 'content-type': 'application/octet-stream' },
+    });
+    expect([r.status, r.json<{ error: string }>().error]).toEqual([409, 'conflict']);
+    expect((await lstat(fifo)).isFIFO()).toBe(true);
+    await waitFor(async () => (await transferChildren()).length === 0, { what: 'no transfer child left' });
   });
 
   it('ends the child when the client goes away in the middle of a download', async () => {
