@@ -594,6 +594,22 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
     return name === undefined ? process.getuid?.() : lookupOsUser(name)?.uid;
   };
 
+  /**
+   * A replacement keeps the app's owner, so its processes run as the OWNER's execution user: a
+   * caller allowed to change another principal's app (shared, or app-manage-all) may do so only
+   * when it runs as that same user or as root, else it would run code as a user it is not.
+   */
+  const refuseActingAsOwner = (def: AppDefinition, caller: string): void => {
+    const callerUser = options.executionUserOf?.(caller);
+    const callerUid = callerUser === undefined ? process.getuid?.() : lookupOsUser(callerUser)?.uid;
+    const ownerUid = executionUid(def);
+    if (callerUid === 0 || (callerUid !== undefined && callerUid === ownerUid)) return;
+    throw new SvcError(
+      'forbidden',
+      `${def.name} belongs to another principal whose processes run as another OS user; replacing it would run your definition as that user`,
+    );
+  };
+
   /** Adoption and signal rules of privilege/adoption.ts for processes of `def`'s owner. */
   const adoptionRules = (def: AppDefinition, callerUid: number): AdoptionRules => {
     const protectedPids = new Set<number>([daemonPid]);
@@ -789,7 +805,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
       if (app === undefined) return undefined;
       return { owner: app.def.owner_principal_id, others: othersAccess(app.def), system: app.def.system };
     },
-    async register(definition, owner) {
+    async register(definition, owner, caller = owner) {
       // The definition being replaced lets a masked secret_env value (echoed from GET) keep its value.
       const named = definitionName(definition);
       const previous = named === undefined ? undefined : apps.get(named)?.def;
@@ -806,6 +822,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
             ? parsed
             : parseAppDefinition(definition, { now: now(), previous: existing.def });
         def.owner_principal_id = existing?.def.owner_principal_id ?? owner;
+        if (existing !== undefined && def.owner_principal_id !== caller) refuseActingAsOwner(def, caller);
         const cycle = findDependencyCycle(def.name, def.depends_on, (name) => apps.get(name)?.def.depends_on);
         if (cycle !== undefined)
           throw new SvcError('invalid_app', `depends_on: dependency cycle ${cycle.join(' -> ')}`);

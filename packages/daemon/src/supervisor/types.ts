@@ -70,7 +70,11 @@ export interface SupervisorApi {
    * returning. Throws SvcError('invalid_app', precise message) on a bad definition and
    * SvcError('system_app') when replacing a system app.
    */
-  register(definition: unknown, owner: string): Promise<AppView>;
+  /**
+   * `owner` is the app's owner (the caller for a new app); `caller` the principal asking, when it
+   * is another one (a shared app, app-manage-all): see refuseActingAsOwner.
+   */
+  register(definition: unknown, owner: string, caller?: string): Promise<AppView>;
   /** Stops the process group, publishes REMOVED, deletes the file. Throws app_not_found / system_app. */
   remove(name: string): Promise<void>;
   enable(name: string): Promise<AppView>;

@@ -83,6 +83,7 @@ describe.skipIf(!IS_ROOT).each([
   let runner: string;
   let builder: string;
   let fetcher: string;
+  let runnerAsBuilder: string;
 
   beforeAll(async () => {
     daemon = await startTestDaemon({ env: { SVC_SPAWNER: spawner } });
@@ -97,10 +98,12 @@ describe.skipIf(!IS_ROOT).each([
     await set('/svc/principal/c1-runner', { roles: ['runner'], execution_user: user.name });
     await set('/svc/principal/c1-builder', { roles: ['builder'], execution_user: user.name });
     await set('/svc/role/fetcher', { permissions: ['file-download'] });
+    await set('/svc/principal/c1-builder-2', { roles: ['builder'], execution_user: user.name });
     await set('/svc/principal/c1-fetcher', { roles: ['fetcher'], execution_user: user.name });
     runner = await daemon.issuer.mint({ sub: 'c1-runner' });
     builder = await daemon.issuer.mint({ sub: 'c1-builder' });
     fetcher = await daemon.issuer.mint({ sub: 'c1-fetcher' });
+    runnerAsBuilder = await daemon.issuer.mint({ sub: 'c1-builder-2' });
   });
   afterAll(async () => {
     await daemon?.close();
@@ -181,6 +184,34 @@ describe.skipIf(!IS_ROOT).each([
     // The same answer whether the file exists or not: root's view of the path is never consulted.
     expect([present.status, present.json()]).toEqual([absent.status, absent.json()]);
     expect(present.status).toBe(403);
+  });
+
+  it("refuses a replacement that would run the caller's definition as another principal's user", async () => {
+    const admin = await daemon.token('admin');
+    // The administrator (running as root) shares its app for writing (`permission` 33: others write).
+    const shared = `c1-shared-${spawner}`;
+    const created = await rest.call('PUT', `/svc/app/${shared}`, {
+      token: admin,
+      body: { command: 'sleep 60', permission: 33 },
+    });
+    expect(created.status, created.text()).toBe(200);
+    const replaced = await rest.call('PUT', `/svc/app/${shared}`, {
+      token: builder,
+      body: { command: 'id -u', permission: 33 },
+    });
+    expect([replaced.status, replaced.json<{ error: string }>().error]).toEqual([403, 'forbidden']);
+    const after = (await rest.call('GET', `/svc/app/${shared}`, { token: admin })).json<{ command: string }>();
+    expect(after.command).toBe('sleep 60');
+    // The same principal may replace an app shared by a principal that runs as its own user.
+    const peer = `c1-peer-${spawner}`;
+    const peerApp = await rest.call('PUT', `/svc/app/${peer}`, {
+      token: runnerAsBuilder,
+      body: { command: 'sleep 60', permission: 33 },
+    });
+    expect(peerApp.status, peerApp.text()).toBe(200);
+    const ok = await rest.call('PUT', `/svc/app/${peer}`, { token: builder, body: { command: 'sleep 61', permission: 33 } });
+    expect(ok.status, ok.text()).toBe(200);
+    for (const name of [shared, peer]) await rest.call('DELETE', `/svc/app/${name}`, { token: admin });
   });
 
   it('hands the environment over a pipe: no process shows a secret in its command line', async () => {

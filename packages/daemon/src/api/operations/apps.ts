@@ -98,13 +98,13 @@ export const appOperations: Operation<Services>[] = [
         );
       const owner = grant.app?.owner ?? principal!.id;
       if (connection === undefined || selection === undefined)
-        return json(await services.supervisor.register({ ...definition, name }, owner));
+        return json(await services.supervisor.register({ ...definition, name }, owner, principal!.id));
       // Atomic registration + subscription: the subscription exists before the process can start,
       // so even a process that exits in microseconds has its START, STDOUT and EXIT delivered.
       const subscription = services.events.subscribe(connection, principal!, name, selection);
       let app;
       try {
-        app = await services.supervisor.register({ ...definition, name }, owner);
+        app = await services.supervisor.register({ ...definition, name }, owner, principal!.id);
       } catch (error) {
         services.events.discard(subscription);
         throw error;
