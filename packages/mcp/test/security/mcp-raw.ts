@@ -1,0 +1,70 @@
+// MCP over plain HTTPS requests, for the attack tests: many sessions without the SDK client's
+// standalone event stream per session (a flood opens sessions and keeps nothing else open).
+import { Agent, fetch as undiciFetch } from 'undici';
+
+export const PROTOCOL_VERSION = '2025-06-18';
+
+export interface RawAnswer {
+  status: number;
+  sessionId: string | undefined;
+  /** The JSON-RPC message of the answer (JSON or the first `data:` of an event stream), if any. */
+  message: { result?: unknown; error?: { code: number; message: string } } | undefined;
+}
+
+export class RawMcp {
+  readonly url: string;
+  readonly dispatcher: Agent;
+  #id = 0;
+
+  constructor(url: string, ca: string) {
+    this.url = url;
+    // Many sessions at once: enough sockets that the flood is not queued behind itself.
+    this.dispatcher = new Agent({ connect: { ca }, connections: 64 });
+  }
+
+  async post(token: string, body: unknown, sessionId?: string): Promise<RawAnswer> {
+    const response = await undiciFetch(this.url, {
+      method: 'POST',
+      dispatcher: this.dispatcher,
+      headers: {
+        authorization: `Bearer ${token}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        ...(sessionId === undefined
+          ? {}
+          : { 'mcp-session-id': sessionId, 'mcp-protocol-version': PROTOCOL_VERSION }),
+      },
+      body: JSON.stringify(body),
+    });
+    const text = await response.text();
+    let message: RawAnswer['message'];
+    const data = /^data: (.*)$/m.exec(text)?.[1] ?? (text.startsWith('{') ? text : undefined);
+    if (data !== undefined) message = JSON.parse(data) as RawAnswer['message'];
+    return { status: response.status, sessionId: response.headers.get('mcp-session-id') ?? undefined, message };
+  }
+
+  /** `initialize` then `notifications/initialized`: the session id, or the refusal's answer. */
+  async open(token: string): Promise<RawAnswer> {
+    const answer = await this.post(token, {
+      jsonrpc: '2.0',
+      id: ++this.#id,
+      method: 'initialize',
+      params: {
+        protocolVersion: PROTOCOL_VERSION,
+        capabilities: {},
+        clientInfo: { name: 'svc-security-test', version: '1.0.0' },
+      },
+    });
+    if (answer.status === 200 && answer.sessionId !== undefined)
+      await this.post(token, { jsonrpc: '2.0', method: 'notifications/initialized' }, answer.sessionId);
+    return answer;
+  }
+
+  request(token: string, sessionId: string, method: string, params: unknown = {}): Promise<RawAnswer> {
+    return this.post(token, { jsonrpc: '2.0', id: ++this.#id, method, params }, sessionId);
+  }
+
+  async close(): Promise<void> {
+    await this.dispatcher.close();
+  }
+}
