@@ -7,7 +7,7 @@
 //   npx node bench/mcp-attacks.ts [--subscriptions 32] [--window 10] [--only m1|m2]
 import { readFileSync } from 'node:fs';
 import { startServedDaemon, waitFor } from '@svc/testkit';
-import { RawMcp } from '../packages/mcp/test/security/mcp-raw.ts';
+import { passwordToken, RawMcp } from '../packages/mcp/test/security/mcp-raw.ts';
 
 const args = process.argv.slice(2);
 const option = (name: string, fallback: string): string => {
@@ -31,20 +31,6 @@ const { daemon, info, users } = await startServedDaemon({
 const rest = daemon.rest();
 const admin = info.tokens['svc-admin'];
 const mcp = new RawMcp(`${info.agent!}/mcp`, readFileSync(info.ca, 'utf8'));
-
-async function passwordToken(username: string, password: string): Promise<string> {
-  const answer = await fetch(info.auth!.token_endpoint, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/x-www-form-urlencoded',
-      authorization: `Basic ${Buffer.from('svc-cli:').toString('base64')}`,
-    },
-    body: new URLSearchParams({ grant_type: 'password', username, password, scope: info.auth!.scope }),
-    // @ts-expect-error undici's dispatcher option (the test daemon's CA)
-    dispatcher: mcp.dispatcher,
-  });
-  return ((await answer.json()) as { access_token: string }).access_token;
-}
 
 function cpuTicks(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
@@ -117,7 +103,7 @@ try {
     console.log(`M1 agent pid ${agentPid}`);
   }
   if (ONLY.includes('m2')) {
-    const tokens = await Promise.all(users.map((u) => passwordToken(u.username, u.password)));
+    const tokens = await Promise.all(users.map((u) => passwordToken(info.auth!, mcp.dispatcher, u)));
     const admitted = new Map<number, number>();
     const statuses = new Map<number, number>();
     await Promise.all(

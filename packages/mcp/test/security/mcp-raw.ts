@@ -68,3 +68,27 @@ export class RawMcp {
     await this.dispatcher.close();
   }
 }
+
+/** An access token for svc's API from the built-in issuer's password grant (client svc-cli). */
+export async function passwordToken(
+  auth: { token_endpoint: string; scope: string },
+  dispatcher: Agent,
+  user: { username: string; password: string },
+): Promise<string> {
+  const answer = await undiciFetch(auth.token_endpoint, {
+    method: 'POST',
+    dispatcher,
+    headers: {
+      'content-type': 'application/x-www-form-urlencoded',
+      authorization: `Basic ${Buffer.from('svc-cli:').toString('base64')}`,
+    },
+    body: new URLSearchParams({
+      grant_type: 'password',
+      username: user.username,
+      password: user.password,
+      scope: auth.scope,
+    }).toString(),
+  });
+  if (answer.status !== 200) throw new Error(`password grant for ${user.username}: ${answer.status}`);
+  return ((await answer.json()) as { access_token: string }).access_token;
+}
