@@ -67,6 +67,7 @@ interface Session {
   principal: string;
   token: string;
   lastSeen: number;
+  used: number;
   busy: number;
   transport: StreamableHTTPServerTransport;
   server: Server;
@@ -137,6 +138,8 @@ export function createMcpEndpoint(options: McpEndpointOptions): McpEndpoint {
   const sessions = new SessionTable<Session>(limits);
   const verified = new Map<string, { self: SelfView; until: number }>();
   const feeds = new EventFeeds(options.events);
+  /** Session uses so far: their order decides which session is the least recently used. */
+  let uses = 0;
 
   // Expiry is checked at a quarter of the idle time (at most every minute): a session goes at most
   // 1.25 × idleMs after its last request.
@@ -278,7 +281,7 @@ export function createMcpEndpoint(options: McpEndpointOptions): McpEndpoint {
       );
     // The slot is taken before anything is awaited: concurrent initializes are counted.
     const id = randomUUID();
-    const session = { id, principal, token, lastSeen: Date.now(), busy: 0 } as Session;
+    const session = { id, principal, token, lastSeen: Date.now(), used: 0, busy: 0 } as Session;
     sessions.add(session);
     track(session, res);
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => id });
@@ -304,6 +307,7 @@ export function createMcpEndpoint(options: McpEndpointOptions): McpEndpoint {
   function track(session: Session, res: ServerResponse): void {
     session.busy += 1;
     session.lastSeen = Date.now();
+    session.used = ++uses;
     res.once('close', () => {
       session.busy -= 1;
       session.lastSeen = Date.now();

@@ -4,7 +4,7 @@ import { SessionTable, type TableEntry } from './session-table.ts';
 let next = 0;
 function entry(principal: string, lastSeen: number, busy = 0): TableEntry {
   next += 1;
-  return { id: `s${next}`, principal, lastSeen, busy };
+  return { id: `s${next}`, principal, lastSeen, used: lastSeen, busy };
 }
 
 function fill(table: SessionTable<TableEntry>, principal: string, count: number, from = 0): TableEntry[] {

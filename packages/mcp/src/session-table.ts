@@ -23,6 +23,8 @@ export interface TableEntry {
   readonly principal: string;
   /** When its last request started or ended (epoch ms). */
   lastSeen: number;
+  /** Orders sessions by use: larger = used more recently (a counter, so two uses never tie). */
+  used: number;
   /** Requests in flight, event streams included. */
   busy: number;
 }
@@ -34,7 +36,7 @@ export type Admission<S extends TableEntry> =
 /** Idle first, then least recently seen. */
 function lessRecent(a: TableEntry, b: TableEntry): boolean {
   if ((a.busy === 0) !== (b.busy === 0)) return a.busy === 0;
-  return a.lastSeen < b.lastSeen;
+  return a.used < b.used;
 }
 
 export class SessionTable<S extends TableEntry> {
