@@ -18,7 +18,8 @@ class FakeConnection implements EventConnection {
   }
 
   watch(app: string, onEvent: () => void): Promise<string> {
-    if (this.refuse.has(app)) return Promise.reject(new EventsRefused(403, 'permission app-subscribe required'));
+    if (this.refuse.has(app))
+      return Promise.reject(new EventsRefused(403, 'permission app-subscribe required'));
     const id = `sub-${(this.#next += 1)}`;
     this.watched.set(id, { app, onEvent });
     return Promise.resolve(id);

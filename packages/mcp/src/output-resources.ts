@@ -190,7 +190,9 @@ export class OutputSubscriptions {
     if (this.#loops.size >= MAX_SUBSCRIPTIONS)
       throw new ResourceError(`at most ${MAX_SUBSCRIPTIONS} subscriptions per session`);
     // Start at the current end (and check the caller may read it: a refusal fails the subscribe).
-    const { state } = await outputAt(this.#options.call, this.#options.token(), app, { stdout_position: END });
+    const { state } = await outputAt(this.#options.call, this.#options.token(), app, {
+      stdout_position: END,
+    });
     if (this.#loops.has(uri)) return;
     const controller = new AbortController();
     this.#loops.set(uri, controller);

@@ -39,14 +39,17 @@ describe('who may hold an MCP session', () => {
   });
 
   it('refuses a tombstoned principal whatever its roles', () => {
-    expect(refusalOf(self(['svc-admin'], BUILTIN_ROLES['svc-admin'], 'tombstoned'))).toMatch(
-      /is tombstoned/,
-    );
+    expect(refusalOf(self(['svc-admin'], BUILTIN_ROLES['svc-admin'], 'tombstoned'))).toMatch(/is tombstoned/);
   });
 
   it("reads svcd's self view and nothing else", () => {
     const view = { principal_id: 'a', roles: ['r'], permissions: ['app-view'], status: 'active', x: 1 };
-    expect(selfViewOf(view)).toEqual({ principal_id: 'a', roles: ['r'], permissions: ['app-view'], status: 'active' });
+    expect(selfViewOf(view)).toEqual({
+      principal_id: 'a',
+      roles: ['r'],
+      permissions: ['app-view'],
+      status: 'active',
+    });
     expect(selfViewOf({ ...view, roles: 'r' })).toBeUndefined();
     expect(selfViewOf({ ...view, permissions: [1] })).toBeUndefined();
     expect(selfViewOf({ ...view, status: undefined })).toBeUndefined();

@@ -119,9 +119,7 @@ export class SessionTable<S extends TableEntry> {
 
   /** Sessions idle for longer than `idleMs` at `now`. */
   expired(now: number): S[] {
-    return [...this.#sessions.values()].filter(
-      (s) => s.busy === 0 && now - s.lastSeen > this.limits.idleMs,
-    );
+    return [...this.#sessions.values()].filter((s) => s.busy === 0 && now - s.lastSeen > this.limits.idleMs);
   }
 
   #leastRecent(principal: string): S | undefined {

@@ -115,7 +115,11 @@ describe('M1: MCP subscriptions to the output of an application that has exited'
     // A new process (disable, then enable starts it): its START event wakes the subscription.
     for (const action of ['disable', 'enable'])
       expect((await rest.call('POST', `/svc/app/m1-exited-0/${action}`, { token })).status).toBe(200);
-    await waitFor(() => updates > 0, { what: 'notifications/resources/updated', timeoutMs: 30_000, intervalMs: 20 });
+    await waitFor(() => updates > 0, {
+      what: 'notifications/resources/updated',
+      timeoutMs: 30_000,
+      intervalMs: 20,
+    });
     const read = await client.readResource({ uri });
     expect((read.contents[0] as { text: string }).text).toContain('done');
   }, 60_000);

@@ -52,7 +52,11 @@ describe('M2: configured MCP session limits', () => {
     const [a1, a2] = [await open(admin), await open(admin)];
     expect(await alive(admin, a1)).toBe(true); // a1 is now the more recently used
     const a3 = await open(admin); // at its cap of 2: its least recently used (a2) goes
-    expect([await alive(admin, a1), await alive(admin, a2), await alive(admin, a3)]).toEqual([true, false, true]);
+    expect([await alive(admin, a1), await alive(admin, a2), await alive(admin, a3)]).toEqual([
+      true,
+      false,
+      true,
+    ]);
     const v1 = await open(viewer); // the table (3) is full now
     // The administrator holds the most: its least recently used session (a1, asked last before a3) goes.
     const m1 = await open(info.tokens['svc-maintenance']);

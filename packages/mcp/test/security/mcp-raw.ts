@@ -40,7 +40,11 @@ export class RawMcp {
     let message: RawAnswer['message'];
     const data = /^data: (.*)$/m.exec(text)?.[1] ?? (text.startsWith('{') ? text : undefined);
     if (data !== undefined) message = JSON.parse(data) as RawAnswer['message'];
-    return { status: response.status, sessionId: response.headers.get('mcp-session-id') ?? undefined, message };
+    return {
+      status: response.status,
+      sessionId: response.headers.get('mcp-session-id') ?? undefined,
+      message,
+    };
   }
 
   /** `initialize` then `notifications/initialized`: the session id, or the refusal's answer. */
