@@ -32,6 +32,21 @@ export class EventsRefused extends Error {
   }
 }
 
+/** Resolves after `ms`, when `signal` aborts, or when the `wake` handed to `onWake` is called. */
+export function pause(ms: number, signal: AbortSignal, onWake?: (wake: () => void) => void): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+    onWake?.(done);
+  });
+}
+
 /** A subscription's view of its application's events. */
 export interface AppWatch {
   /** Events seen, and losses of the connection; a wait is for this to grow past a mark. */
@@ -64,18 +79,8 @@ class Watch implements AppWatch {
   }
 
   until(mark: number, ms: number, signal: AbortSignal): Promise<void> {
-    if (this.seen > mark || signal.aborted) return Promise.resolve();
-    return new Promise((resolve) => {
-      const done = (): void => {
-        clearTimeout(timer);
-        signal.removeEventListener('abort', done);
-        this.#wake = undefined;
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      signal.addEventListener('abort', done, { once: true });
-      this.#wake = done;
-    });
+    if (this.seen > mark) return Promise.resolve();
+    return pause(ms, signal, (wake) => (this.#wake = wake)).finally(() => (this.#wake = undefined));
   }
 
   close(): void {

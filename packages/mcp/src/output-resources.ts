@@ -13,7 +13,7 @@
 //   fails) it looks again after BACKOFF_FIRST_MS, doubling up to BACKOFF_MAX_MS;
 // - failures (svcd unreachable, 5xx) wait the same backoff; 401, 403 and 404 end it.
 // A busy application costs at most one notification, and two requests, per NOTIFY_INTERVAL_MS.
-import { EventsRefused, type AppWatch } from './event-feed.ts';
+import { EventsRefused, pause, type AppWatch } from './event-feed.ts';
 import { header, type SvcdAnswer, type SvcdCaller } from './svcd.ts';
 import { OUTPUT_LIMIT } from './tools.ts';
 
@@ -130,20 +130,6 @@ export async function readLatestOutput(
     ...(state.process === undefined ? {} : { process_uuid: state.process }),
   });
   return { text: read.text, from, to: read.state.position };
-}
-
-/** Resolves after `ms`, or at once when `signal` aborts. */
-function pause(ms: number, signal: AbortSignal): Promise<void> {
-  if (signal.aborted) return Promise.resolve();
-  return new Promise((resolve) => {
-    const done = (): void => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-  });
 }
 
 export interface OutputSubscriptionsOptions {

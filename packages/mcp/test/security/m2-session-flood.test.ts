@@ -74,12 +74,6 @@ async function flood(tokens: string[], count: number): Promise<{ status: number;
   );
 }
 
-async function alive(token: string, sessionId: string): Promise<boolean> {
-  const answer = await mcp.request(token, sessionId, 'ping');
-  if (answer.status !== 200 && answer.status !== 404) throw new Error(`ping: HTTP ${answer.status}`);
-  return answer.status === 200;
-}
-
 describe('M2: MCP sessions under a flood of principals', () => {
   it('gives role-less principals no session at all (17 × 16 initialize), and the administrator still one', async () => {
     const answers = await flood(roleless, PER_PRINCIPAL);
@@ -132,11 +126,11 @@ describe('M2: MCP sessions under a flood of principals', () => {
     adminSessions.push(during.sessionId!);
     expect((await mcp.request(admin, during.sessionId!, 'tools/list')).status).toBe(200);
     // The sessions given up were the crowd's: every session of the administrator is still there.
-    for (const id of adminSessions) expect(await alive(admin, id)).toBe(true);
+    for (const id of adminSessions) expect(await mcp.alive(admin, id)).toBe(true);
     const held = await Promise.all(
       answers.map(async (own, i) => {
         let count = 0;
-        for (const { sessionId } of own) if (await alive(viewers[i]!, sessionId!)) count += 1;
+        for (const { sessionId } of own) if (await mcp.alive(viewers[i]!, sessionId!)) count += 1;
         return count;
       }),
     );

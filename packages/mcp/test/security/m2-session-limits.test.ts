@@ -39,20 +39,14 @@ async function open(token: string): Promise<string> {
   return answer.sessionId!;
 }
 
-async function alive(token: string, sessionId: string): Promise<boolean> {
-  const answer = await mcp.request(token, sessionId, 'ping');
-  if (answer.status !== 200 && answer.status !== 404) throw new Error(`ping: HTTP ${answer.status}`);
-  return answer.status === 200;
-}
-
 describe('M2: configured MCP session limits', () => {
   it('caps sessions per principal and in all, giving up the largest holder’s least recently used', async () => {
     const admin = info.tokens['svc-admin'];
     const viewer = info.tokens['svc-viewer'];
     const [a1, a2] = [await open(admin), await open(admin)];
-    expect(await alive(admin, a1)).toBe(true); // a1 is now the more recently used
+    expect(await mcp.alive(admin, a1)).toBe(true); // a1 is now the more recently used
     const a3 = await open(admin); // at its cap of 2: its least recently used (a2) goes
-    expect([await alive(admin, a1), await alive(admin, a2), await alive(admin, a3)]).toEqual([
+    expect([await mcp.alive(admin, a1), await mcp.alive(admin, a2), await mcp.alive(admin, a3)]).toEqual([
       true,
       false,
       true,
@@ -60,8 +54,8 @@ describe('M2: configured MCP session limits', () => {
     const v1 = await open(viewer); // the table (3) is full now
     // The administrator holds the most: its least recently used session (a1, asked last before a3) goes.
     const m1 = await open(info.tokens['svc-maintenance']);
-    expect(await alive(viewer, v1)).toBe(true);
-    expect(await alive(info.tokens['svc-maintenance'], m1)).toBe(true);
-    expect([await alive(admin, a1), await alive(admin, a3)]).toEqual([false, true]);
+    expect(await mcp.alive(viewer, v1)).toBe(true);
+    expect(await mcp.alive(info.tokens['svc-maintenance'], m1)).toBe(true);
+    expect([await mcp.alive(admin, a1), await mcp.alive(admin, a3)]).toEqual([false, true]);
   }, 60_000);
 });

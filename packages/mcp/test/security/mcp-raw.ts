@@ -68,6 +68,13 @@ export class RawMcp {
     return this.post(token, { jsonrpc: '2.0', id: ++this.#id, method, params }, sessionId);
   }
 
+  /** Whether the session is still there (a ping: 200, or 404 once it was closed). */
+  async alive(token: string, sessionId: string): Promise<boolean> {
+    const answer = await this.request(token, sessionId, 'ping');
+    if (answer.status !== 200 && answer.status !== 404) throw new Error(`ping: HTTP ${answer.status}`);
+    return answer.status === 200;
+  }
+
   async close(): Promise<void> {
     await this.dispatcher.close();
   }
