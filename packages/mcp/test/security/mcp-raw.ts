@@ -68,6 +68,21 @@ export class RawMcp {
     return this.post(token, { jsonrpc: '2.0', id: ++this.#id, method, params }, sessionId);
   }
 
+  /** Ends the session (HTTP DELETE): its status. */
+  async end(token: string, sessionId: string): Promise<number> {
+    const response = await undiciFetch(this.url, {
+      method: 'DELETE',
+      dispatcher: this.dispatcher,
+      headers: {
+        authorization: `Bearer ${token}`,
+        'mcp-session-id': sessionId,
+        'mcp-protocol-version': PROTOCOL_VERSION,
+      },
+    });
+    await response.body?.cancel();
+    return response.status;
+  }
+
   /** Whether the session is still there (a ping: 200, or 404 once it was closed). */
   async alive(token: string, sessionId: string): Promise<boolean> {
     const answer = await this.request(token, sessionId, 'ping');
