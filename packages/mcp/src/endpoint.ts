@@ -133,46 +133,27 @@ function sendJsonRpcError(res: ServerResponse, failure: HttpFailure): void {
   res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message: failure.message }, id: null }));
 }
 
-export function createMcpEndpoint(options: McpEndpointOptions): McpEndpoint {
-  const { limits } = options;
-  const sessions = new SessionTable<Session>(limits);
+/**
+ * The caller as svcd sees it (its principal, roles, permissions, status), asked with its own bearer
+ * (GET /svc/principal/self) and trusted for VERIFY_CACHE_MS per token.
+ */
+function principalVerifier(call: SvcdCaller): {
+  selfOf(token: string, base: string): Promise<SelfView>;
+  forgetExpired(now: number): void;
+} {
   const verified = new Map<string, { self: SelfView; until: number }>();
-  const feeds = new EventFeeds(options.events);
-  /** Session uses so far: their order decides which session is the least recently used. */
-  let uses = 0;
-
-  // Expiry is checked at a quarter of the idle time (at most every minute): a session goes at most
-  // 1.25 × idleMs after its last request.
-  const sweep = setInterval(
-    () => {
-      const now = Date.now();
-      for (const session of sessions.expired(now)) void closeSession(session, 'idle');
-      for (const [key, entry] of verified) if (entry.until < now) verified.delete(key);
-    },
-    Math.min(60_000, Math.max(250, Math.floor(limits.idleMs / 4))),
-  );
-  sweep.unref();
-
-  async function closeSession(session: Session, why: string): Promise<void> {
-    if (!sessions.remove(session)) return;
-    options.log('info', `MCP session of ${session.principal} closed (${why})`);
-    session.outputs.close();
-    await session.transport.close().catch(() => undefined);
-  }
-
-  /** The caller as svcd sees it (its principal, roles, permissions, status). */
   async function selfOf(token: string, base: string): Promise<SelfView> {
     const key = createHash('sha256').update(token).digest('base64');
     const cached = verified.get(key);
     if (cached !== undefined && cached.until > Date.now()) return cached.self;
-    const answer = await options
-      .call({ method: 'GET', path: '/svc/principal/self', token })
-      .catch((error: unknown) => {
+    const answer = await call({ method: 'GET', path: '/svc/principal/self', token }).catch(
+      (error: unknown) => {
         throw new HttpFailure(
           503,
           `svcd is not reachable (${error instanceof Error ? error.message : String(error)})`,
         );
-      });
+      },
+    );
     if (answer.status === 401)
       throw new HttpFailure(401, 'the token was refused', {
         'www-authenticate': `Bearer resource_metadata="${base}${MCP_METADATA_PATH}", error="invalid_token"`,
@@ -190,82 +171,116 @@ export function createMcpEndpoint(options: McpEndpointOptions): McpEndpoint {
     verified.set(key, { self, until: Date.now() + VERIFY_CACHE_MS });
     return self;
   }
+  return {
+    selfOf,
+    forgetExpired(now) {
+      for (const [key, entry] of verified) if (entry.until < now) verified.delete(key);
+    },
+  };
+}
 
-  function newServer(session: () => Session): Server {
-    const server = new Server(
-      { name: 'svc', version: options.version },
+/** The MCP server of one session: tools, the output resources, subscriptions. */
+function newServer(options: McpEndpointOptions, session: () => Session): Server {
+  const server = new Server(
+    { name: 'svc', version: options.version },
+    {
+      capabilities: { tools: {}, resources: { subscribe: true } },
+      instructions:
+        "svc runs and supervises applications on this host. Tools act with the signed-in person's rights; output is returned in windows with the byte position to continue from.",
+    },
+  );
+  const context = (signal: AbortSignal) => ({ call: options.call, token: session().token, signal });
+  server.setRequestHandler(ListToolsRequestSchema, () => ({
+    tools: TOOLS.map(({ name, description, inputSchema }) => ({ name, description, inputSchema })),
+  }));
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+    const tool = TOOLS.find((t) => t.name === request.params.name);
+    if (tool === undefined)
+      throw new McpError(ErrorCode.InvalidParams, `unknown tool ${request.params.name.slice(0, 100)}`);
+    const input = request.params.arguments ?? {};
+    return tool.call(input, context(extra.signal));
+  });
+  server.setRequestHandler(ListResourceTemplatesRequestSchema, () => ({
+    resourceTemplates: [
       {
-        capabilities: { tools: {}, resources: { subscribe: true } },
-        instructions:
-          "svc runs and supervises applications on this host. Tools act with the signed-in person's rights; output is returned in windows with the byte position to continue from.",
+        uriTemplate: OUTPUT_URI_TEMPLATE,
+        name: 'Application output',
+        description: 'The latest output of an application; subscribe to be told when there is more.',
+        mimeType: 'text/plain',
       },
-    );
-    const context = (signal: AbortSignal) => ({ call: options.call, token: session().token, signal });
-    server.setRequestHandler(ListToolsRequestSchema, () => ({
-      tools: TOOLS.map(({ name, description, inputSchema }) => ({ name, description, inputSchema })),
-    }));
-    server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
-      const tool = TOOLS.find((t) => t.name === request.params.name);
-      if (tool === undefined)
-        throw new McpError(ErrorCode.InvalidParams, `unknown tool ${request.params.name.slice(0, 100)}`);
-      const input = request.params.arguments ?? {};
-      return tool.call(input, context(extra.signal));
+    ],
+  }));
+  server.setRequestHandler(ListResourcesRequestSchema, async (_request, extra) => {
+    const answer = await options.call({
+      method: 'GET',
+      path: '/svc/applications',
+      token: session().token,
+      signal: extra.signal,
     });
-    server.setRequestHandler(ListResourceTemplatesRequestSchema, () => ({
-      resourceTemplates: [
-        {
-          uriTemplate: OUTPUT_URI_TEMPLATE,
-          name: 'Application output',
-          description: 'The latest output of an application; subscribe to be told when there is more.',
-          mimeType: 'text/plain',
-        },
-      ],
-    }));
-    server.setRequestHandler(ListResourcesRequestSchema, async (_request, extra) => {
-      const answer = await options.call({
-        method: 'GET',
-        path: '/svc/applications',
-        token: session().token,
-        signal: extra.signal,
-      });
-      if (answer.status !== 200)
-        throw new McpError(ErrorCode.InternalError, `svcd answered ${answer.status}`);
-      const apps = JSON.parse(answer.body.toString('utf8')) as { name: string }[];
+    if (answer.status !== 200) throw new McpError(ErrorCode.InternalError, `svcd answered ${answer.status}`);
+    const apps = JSON.parse(answer.body.toString('utf8')) as { name: string }[];
+    return {
+      resources: apps.map((app) => ({
+        uri: outputUri(app.name),
+        name: `${app.name} output`,
+        mimeType: 'text/plain',
+      })),
+    };
+  });
+  server.setRequestHandler(ReadResourceRequestSchema, async (request) => {
+    const app = appOfUri(request.params.uri);
+    if (app === undefined) throw new McpError(ErrorCode.InvalidParams, 'unknown resource');
+    try {
+      const latest = await readLatestOutput(options.call, session().token, app);
       return {
-        resources: apps.map((app) => ({
-          uri: outputUri(app.name),
-          name: `${app.name} output`,
-          mimeType: 'text/plain',
-        })),
+        contents: [{ uri: request.params.uri, mimeType: 'text/plain', text: latest.text }],
+        _meta: { stdout_position_from: latest.from, stdout_position_to: latest.to },
       };
-    });
-    server.setRequestHandler(ReadResourceRequestSchema, async (request) => {
-      const app = appOfUri(request.params.uri);
-      if (app === undefined) throw new McpError(ErrorCode.InvalidParams, 'unknown resource');
-      try {
-        const latest = await readLatestOutput(options.call, session().token, app);
-        return {
-          contents: [{ uri: request.params.uri, mimeType: 'text/plain', text: latest.text }],
-          _meta: { stdout_position_from: latest.from, stdout_position_to: latest.to },
-        };
-      } catch (error) {
-        throw new McpError(ErrorCode.InvalidParams, error instanceof Error ? error.message : String(error));
-      }
-    });
-    server.setRequestHandler(SubscribeRequestSchema, async (request) => {
-      try {
-        await session().outputs.subscribe(request.params.uri);
-      } catch (error) {
-        if (error instanceof ResourceError) throw new McpError(ErrorCode.InvalidParams, error.message);
-        throw error;
-      }
-      return {};
-    });
-    server.setRequestHandler(UnsubscribeRequestSchema, (request) => {
-      session().outputs.unsubscribe(request.params.uri);
-      return {};
-    });
-    return server;
+    } catch (error) {
+      throw new McpError(ErrorCode.InvalidParams, error instanceof Error ? error.message : String(error));
+    }
+  });
+  server.setRequestHandler(SubscribeRequestSchema, async (request) => {
+    try {
+      await session().outputs.subscribe(request.params.uri);
+    } catch (error) {
+      if (error instanceof ResourceError) throw new McpError(ErrorCode.InvalidParams, error.message);
+      throw error;
+    }
+    return {};
+  });
+  server.setRequestHandler(UnsubscribeRequestSchema, (request) => {
+    session().outputs.unsubscribe(request.params.uri);
+    return {};
+  });
+  return server;
+}
+
+export function createMcpEndpoint(options: McpEndpointOptions): McpEndpoint {
+  const { limits } = options;
+  const sessions = new SessionTable<Session>(limits);
+  const verifier = principalVerifier(options.call);
+  const feeds = new EventFeeds(options.events);
+  /** Session uses so far: their order decides which session is the least recently used. */
+  let uses = 0;
+
+  // Expiry is checked at a quarter of the idle time (at most every minute): a session goes at most
+  // 1.25 × idleMs after its last request.
+  const sweep = setInterval(
+    () => {
+      const now = Date.now();
+      for (const session of sessions.expired(now)) void closeSession(session, 'idle');
+      verifier.forgetExpired(now);
+    },
+    Math.min(60_000, Math.max(250, Math.floor(limits.idleMs / 4))),
+  );
+  sweep.unref();
+
+  async function closeSession(session: Session, why: string): Promise<void> {
+    if (!sessions.remove(session)) return;
+    options.log('info', `MCP session of ${session.principal} closed (${why})`);
+    session.outputs.close();
+    await session.transport.close().catch(() => undefined);
   }
 
   /** Admits a session for `principal` (closing the one the table gives up) and connects it. */
@@ -285,7 +300,7 @@ export function createMcpEndpoint(options: McpEndpointOptions): McpEndpoint {
     sessions.add(session);
     track(session, res);
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => id });
-    const server = newServer(() => session);
+    const server = newServer(options, () => session);
     session.transport = transport;
     session.server = server;
     session.outputs = new OutputSubscriptions({
@@ -331,7 +346,7 @@ export function createMcpEndpoint(options: McpEndpointOptions): McpEndpoint {
             allow: 'GET, POST, DELETE',
           });
         const token = tokenOf(req, base);
-        const self = await selfOf(token, base);
+        const self = await verifier.selfOf(token, base);
         const refusal = refusalOf(self);
         if (refusal !== undefined) refuse(self, refusal);
         const principal = self.principal_id;
