@@ -257,15 +257,22 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   });
 
   // The MCP endpoint is loaded on its first request: a front door nobody uses for MCP never pays
-  // for the SDK. Its tools call svcd's REST API with the caller's own bearer.
+  // for the SDK. Its tools call svcd's REST API with the caller's own bearer; its waiting output
+  // subscriptions hear svcd's events over one WSS connection per principal, with that bearer too.
   let mcp: Promise<McpEndpoint> | undefined;
   const svcd = svcdCaller({ baseUrl: options.daemonUrl, ca: options.tls.ca });
   function mcpEndpoint(): Promise<McpEndpoint> {
-    mcp ??= import('@svc/mcp').then(({ createMcpEndpoint }) =>
+    mcp ??= import('@svc/mcp').then(({ createMcpEndpoint, svcdEvents }) =>
       createMcpEndpoint({
         call: svcd,
+        events: svcdEvents({ baseUrl: options.daemonUrl, ca: options.tls.ca }),
         version: AGENT_VERSION,
         log: (level, message) => log(level, message, { component: 'mcp' }),
+        limits: {
+          maxSessions: limits.mcpMaxSessions,
+          perPrincipal: limits.mcpMaxSessionsPerPrincipal,
+          idleMs: limits.mcpSessionIdleMs,
+        },
       }),
     );
     return mcp;

@@ -70,6 +70,14 @@ export const limitsSchema = z
       .number()
       .int()
       .min(64 * 1024),
+    /** MCP sessions (the agent's /mcp) in all, per principal, and the idle time that closes one. */
+    McpMaxSessions: z.number().int().min(1).max(100_000),
+    McpMaxSessionsPerPrincipal: z.number().int().min(1).max(10_000),
+    McpSessionIdleMs: z
+      .number()
+      .int()
+      .min(1000)
+      .max(24 * 3600_000),
   })
   .partial()
   .strict();

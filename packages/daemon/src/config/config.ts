@@ -38,6 +38,10 @@ export interface Limits {
   idleTimeoutMs: number;
   /** server.log rotates past this size (4 rotated files kept). */
   logMaxBytes: number;
+  /** The agent's MCP sessions: in all, per principal, idle time before one closes (docs/mcp.md). */
+  mcpMaxSessions: number;
+  mcpMaxSessionsPerPrincipal: number;
+  mcpSessionIdleMs: number;
 }
 
 export interface DaemonConfig {
@@ -102,6 +106,9 @@ export const DEFAULT_LIMITS: Limits = {
   requestTimeoutMs: 120_000,
   idleTimeoutMs: 120_000,
   logMaxBytes: 16 * 1024 * 1024,
+  mcpMaxSessions: 256,
+  mcpMaxSessionsPerPrincipal: 16,
+  mcpSessionIdleMs: 5 * 60_000,
 };
 
 export class ConfigError extends Error {
@@ -223,6 +230,10 @@ export async function loadConfig(env: NodeJS.ProcessEnv = process.env): Promise<
     requestTimeoutMs,
     idleTimeoutMs: fileLimits.IdleTimeoutMs ?? DEFAULT_LIMITS.idleTimeoutMs,
     logMaxBytes: fileLimits.LogMaxBytes ?? DEFAULT_LIMITS.logMaxBytes,
+    mcpMaxSessions: fileLimits.McpMaxSessions ?? DEFAULT_LIMITS.mcpMaxSessions,
+    mcpMaxSessionsPerPrincipal:
+      fileLimits.McpMaxSessionsPerPrincipal ?? DEFAULT_LIMITS.mcpMaxSessionsPerPrincipal,
+    mcpSessionIdleMs: fileLimits.McpSessionIdleMs ?? DEFAULT_LIMITS.mcpSessionIdleMs,
   };
 
   const forwardEnv = env['SVC_FORWARD_TARGETS'];
