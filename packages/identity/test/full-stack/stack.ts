@@ -136,9 +136,12 @@ export async function startAuthStack(options: StackOptions = {}): Promise<AuthSt
       intervalMs: 50,
       what: 'issuer discovery',
     });
+    // An empty SVC_AUTH_ADMIN_LISTEN is the default: the socket work/auth/admin-ui.sock.
     const socket = env.SVC_AUTH_ADMIN_LISTEN.startsWith('unix:')
       ? env.SVC_AUTH_ADMIN_LISTEN.slice('unix:'.length)
-      : undefined;
+      : env.SVC_AUTH_ADMIN_LISTEN === ''
+        ? join(workDir, 'auth', 'admin-ui.sock')
+        : undefined;
     if (adminUi)
       await waitFor(
         async () => {
