@@ -38,7 +38,7 @@ import {
 } from './clients.ts';
 import { escapeHtml, handleInteraction, page } from './interaction.ts';
 import { SIGNING_ALG, SigningKeyRing } from './keys.ts';
-import { DEFAULT_WEB_REDIRECT_URIS } from './settings.ts';
+import { defaultWebRedirectUris } from './settings.ts';
 import { RefreshReuse, REFRESH_REUSE_MS } from './refresh-reuse.ts';
 import { Telemetry } from './telemetry.ts';
 import type { SecretBox } from '../credentials/master-key.ts';
@@ -46,6 +46,7 @@ import { PasswordSignIn, clientAddress } from './sign-in.ts';
 import type { IdentityState } from './state-file.ts';
 import type { SignInResult } from './sign-in.ts';
 import { SignInThrottle } from './sign-in-throttle.ts';
+import { allowLoopbackRedirectPorts, clientOriginAllowed } from './loopback-redirect.ts';
 
 export const REFRESH_TOKEN_IDLE_SECONDS = 168 * 3600;
 /** Bound of a form body read by the front (oidc-provider's own limit is 56 KiB). */
@@ -231,7 +232,7 @@ export function createIdentityProvider(options: IdentityProviderOptions): Identi
   let clients = clientMetadata({
     automationSecret: options.automationSecret,
     passwordFlow: options.passwordFlow,
-    webRedirectUris: options.webRedirectUris ?? DEFAULT_WEB_REDIRECT_URIS,
+    webRedirectUris: options.webRedirectUris ?? defaultWebRedirectUris(),
   });
 
   const findAccount = async (_ctx: unknown, id: string) => {
@@ -254,6 +255,8 @@ export function createIdentityProvider(options: IdentityProviderOptions): Identi
       claims: { openid: ['sub'], email: ['email'], profile: ['preferred_username'] },
       conformIdTokenClaims: false,
       pkce: { required: () => true },
+      clientBasedCORS: (ctx: KoaContextWithOIDC, origin: string, client: ClientLike) =>
+        clientOriginAllowed(origin, client, ctx.oidc.route),
       rotateRefreshToken: (ctx: object) => !noRotation.has(ctx),
       issueRefreshToken: async (_ctx: unknown, client: ClientLike) =>
         client.grantTypeAllowed('refresh_token'),
@@ -358,6 +361,9 @@ export function createIdentityProvider(options: IdentityProviderOptions): Identi
         ctx.body = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Error</title></head><body><h1>Sign-in error</h1><p>${escapeHtml(out['error'] ?? 'error')}: ${escapeHtml(out['error_description'] ?? '')}</p></body></html>`;
       },
     });
+
+    // RFC 8252 §7.3 for svc-web too: the agent's real port, SSH tunnels (loopback-redirect.ts).
+    allowLoopbackRedirectPorts(provider);
 
     // Password grant (builtin mode only; absent, hence `unsupported_grant_type`, when turned off).
     if (options.passwordFlow) {
@@ -590,7 +596,7 @@ export function createIdentityProvider(options: IdentityProviderOptions): Identi
       clients = clientMetadata({
         automationSecret: secret,
         passwordFlow: options.passwordFlow,
-        webRedirectUris: options.webRedirectUris ?? DEFAULT_WEB_REDIRECT_URIS,
+        webRedirectUris: options.webRedirectUris ?? defaultWebRedirectUris(),
       });
       current = build();
     },

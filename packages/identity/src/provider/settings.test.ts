@@ -78,11 +78,24 @@ describe('svc-web redirect URIs', () => {
     expect(settings.webRedirectUris.some((uri) => uri.includes('{'))).toBe(false);
   });
 
+  it("name the agent's real port (SVC_AGENT_PORT), and no longer the administration UI's 6064", async () => {
+    const settings = await loadIdentitySettings({ SVC_HOME: home, SVC_AGENT_PORT: '7060' }, home);
+    expect(settings.webRedirectUris).toContain('https://127.0.0.1:7060/');
+    expect(settings.webRedirectUris).toContain('https://[::1]:7060/');
+    expect(settings.webRedirectUris.filter((uri) => uri.includes(':6060'))).toEqual([]);
+    expect(settings.webRedirectUris.filter((uri) => uri.includes('6064'))).toEqual([]);
+    await expect(loadIdentitySettings({ SVC_HOME: home, SVC_AGENT_PORT: 'x' }, home)).rejects.toThrow(
+      /SVC_AGENT_PORT/,
+    );
+  });
+
   it('expand {hostname} in the file too, and skip it for a name a URL cannot carry', async () => {
-    await oidcYaml(home, 'OIDC:\n  web_redirect_uris:\n    - https://{hostname}:7000/\n');
+    await oidcYaml(home, 'OIDC:\n  web_redirect_uris:\n    - https://{hostname}:7000/\n    - https://{hostname}:{agent_port}/x\n');
     const settings = await loadIdentitySettings({ SVC_HOME: home }, installRoot);
     expect(settings.webRedirectUris).toEqual(
-      /^[a-z0-9.-]+$/.test(hostname().toLowerCase()) ? [`https://${hostname().toLowerCase()}:7000/`] : [],
+      /^[a-z0-9.-]+$/.test(hostname().toLowerCase())
+        ? [`https://${hostname().toLowerCase()}:7000/`, `https://${hostname().toLowerCase()}:6060/x`]
+        : [],
     );
     expect(expandRedirectUris(DEFAULT_WEB_REDIRECT_URIS, 'Box-1.example')).toContain('https://box-1.example:6060/');
     for (const hostile of ['evil.example/x?', 'a@b', 'x y', '', 'é.example', 'a'.repeat(300)])

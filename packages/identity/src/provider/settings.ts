@@ -22,31 +22,48 @@ export interface IdentitySettings {
 export class SettingsError extends Error {}
 
 /**
- * `{hostname}` in a redirect URI stands for this host's name (os.hostname()), so the default names
- * the agent's own origin however the host is called. The web UI (packages/web) returns to the
- * agent's root, `https://<host>:6060/`.
+ * `{hostname}` in a redirect URI stands for this host's name (os.hostname()) and `{agent_port}` for
+ * the agent's port (SVC_AGENT_PORT, which svcd passes to its system apps; 6060 by default), so the
+ * defaults name the agent's own origin however the host is called. The web UI (packages/web)
+ * returns to the agent's root, `https://<host>:<agent port>/`. On a loopback host (127.0.0.1,
+ * [::1], localhost) the port is not compared (RFC 8252 §7.3, loopback-redirect.ts): an SSH tunnel
+ * to the agent on any local port signs in too.
  */
 export const HOSTNAME_PLACEHOLDER = '{hostname}';
+export const AGENT_PORT_PLACEHOLDER = '{agent_port}';
+export const DEFAULT_AGENT_PORT = 6060;
 
 export const DEFAULT_WEB_REDIRECT_URIS = [
-  'https://127.0.0.1:6060/',
-  'https://localhost:6060/',
-  `https://${HOSTNAME_PLACEHOLDER}:6060/`,
-  'https://127.0.0.1:6060/auth/callback',
-  'https://localhost:6060/auth/callback',
-  'http://127.0.0.1:6064/callback',
+  `https://127.0.0.1:${AGENT_PORT_PLACEHOLDER}/`,
+  `https://[::1]:${AGENT_PORT_PLACEHOLDER}/`,
+  `https://localhost:${AGENT_PORT_PLACEHOLDER}/`,
+  `https://${HOSTNAME_PLACEHOLDER}:${AGENT_PORT_PLACEHOLDER}/`,
+  `https://127.0.0.1:${AGENT_PORT_PLACEHOLDER}/auth/callback`,
+  `https://localhost:${AGENT_PORT_PLACEHOLDER}/auth/callback`,
 ];
 
-/** The URIs with `{hostname}` replaced by `host` (lower-cased; a name URLs cannot carry is skipped). */
-export function expandRedirectUris(uris: readonly string[], host: string): string[] {
+/**
+ * The URIs with `{hostname}` replaced by `host` (lower-cased; a URI naming a host URLs cannot carry
+ * is skipped) and `{agent_port}` by `agentPort`.
+ */
+export function expandRedirectUris(
+  uris: readonly string[],
+  host: string,
+  agentPort: number = DEFAULT_AGENT_PORT,
+): string[] {
   const name = host.toLowerCase();
   const usable = /^[a-z0-9.-]{1,253}$/.test(name);
   const out: string[] = [];
   for (const uri of uris) {
-    if (!uri.includes(HOSTNAME_PLACEHOLDER)) out.push(uri);
-    else if (usable) out.push(uri.split(HOSTNAME_PLACEHOLDER).join(name));
+    if (uri.includes(HOSTNAME_PLACEHOLDER) && !usable) continue;
+    out.push(uri.split(HOSTNAME_PLACEHOLDER).join(name).split(AGENT_PORT_PLACEHOLDER).join(String(agentPort)));
   }
   return [...new Set(out)];
+}
+
+/** The default redirect URIs of svc-web for this host and agent port. */
+export function defaultWebRedirectUris(agentPort: number = DEFAULT_AGENT_PORT): string[] {
+  return expandRedirectUris(DEFAULT_WEB_REDIRECT_URIS, hostname(), agentPort);
 }
 
 function port(value: string | number | undefined, name: string, fallback: number): number {
@@ -120,10 +137,11 @@ export async function loadIdentitySettings(
   const modeEnv = env['SVC_AUTH_MODE'] || 'builtin';
   if (modeEnv !== 'builtin' && modeEnv !== 'external')
     throw new SettingsError(`SVC_AUTH_MODE: expected builtin or external`);
+  const agentPort = port(env['SVC_AGENT_PORT'], 'SVC_AGENT_PORT', DEFAULT_AGENT_PORT);
   const configured = file.OIDC?.web_redirect_uris;
   const uris =
     Array.isArray(configured) && configured.every((u) => typeof u === 'string')
-      ? expandRedirectUris(configured, hostname())
+      ? expandRedirectUris(configured, hostname(), agentPort)
       : configured;
   if (
     uris !== undefined &&
@@ -146,6 +164,6 @@ export async function loadIdentitySettings(
       port(file.OIDC?.telemetry_port as number | undefined, 'OIDC.telemetry_port', 6063),
     ),
     passwordFlow: passwordFlowEnabled(file, env),
-    webRedirectUris: (uris as string[] | undefined) ?? expandRedirectUris(DEFAULT_WEB_REDIRECT_URIS, hostname()),
+    webRedirectUris: (uris as string[] | undefined) ?? defaultWebRedirectUris(agentPort),
   };
 }
