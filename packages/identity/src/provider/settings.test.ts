@@ -90,14 +90,19 @@ describe('svc-web redirect URIs', () => {
   });
 
   it('expand {hostname} in the file too, and skip it for a name a URL cannot carry', async () => {
-    await oidcYaml(home, 'OIDC:\n  web_redirect_uris:\n    - https://{hostname}:7000/\n    - https://{hostname}:{agent_port}/x\n');
+    await oidcYaml(
+      home,
+      'OIDC:\n  web_redirect_uris:\n    - https://{hostname}:7000/\n    - https://{hostname}:{agent_port}/x\n',
+    );
     const settings = await loadIdentitySettings({ SVC_HOME: home }, installRoot);
     expect(settings.webRedirectUris).toEqual(
       /^[a-z0-9.-]+$/.test(hostname().toLowerCase())
         ? [`https://${hostname().toLowerCase()}:7000/`, `https://${hostname().toLowerCase()}:6060/x`]
         : [],
     );
-    expect(expandRedirectUris(DEFAULT_WEB_REDIRECT_URIS, 'Box-1.example')).toContain('https://box-1.example:6060/');
+    expect(expandRedirectUris(DEFAULT_WEB_REDIRECT_URIS, 'Box-1.example')).toContain(
+      'https://box-1.example:6060/',
+    );
     for (const hostile of ['evil.example/x?', 'a@b', 'x y', '', 'é.example', 'a'.repeat(300)])
       expect(expandRedirectUris(['https://{hostname}:6060/'], hostile)).toEqual([]);
   });

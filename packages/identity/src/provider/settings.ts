@@ -56,7 +56,9 @@ export function expandRedirectUris(
   const out: string[] = [];
   for (const uri of uris) {
     if (uri.includes(HOSTNAME_PLACEHOLDER) && !usable) continue;
-    out.push(uri.split(HOSTNAME_PLACEHOLDER).join(name).split(AGENT_PORT_PLACEHOLDER).join(String(agentPort)));
+    out.push(
+      uri.split(HOSTNAME_PLACEHOLDER).join(name).split(AGENT_PORT_PLACEHOLDER).join(String(agentPort)),
+    );
   }
   return [...new Set(out)];
 }
