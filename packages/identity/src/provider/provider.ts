@@ -42,7 +42,7 @@ import { defaultWebRedirectUris } from './settings.ts';
 import { RefreshReuse, REFRESH_REUSE_MS } from './refresh-reuse.ts';
 import { Telemetry } from './telemetry.ts';
 import type { SecretBox } from '../credentials/master-key.ts';
-import { PasswordSignIn, clientAddress } from './sign-in.ts';
+import { PasswordSignIn, clientAddress, copyClientAddress, verifyClientAddress } from './sign-in.ts';
 import type { IdentityState } from './state-file.ts';
 import type { SignInResult } from './sign-in.ts';
 import { SignInThrottle } from './sign-in-throttle.ts';
@@ -81,6 +81,11 @@ export interface IdentityProviderOptions {
   state?: IdentityState | undefined;
   /** Password-guessing limits; default: the documented limits on `now`. */
   throttle?: SignInThrottle | undefined;
+  /**
+   * The issuer relay key (work/auth/secrets/issuer-relay-key): X-Forwarded-For is believed only on
+   * requests that carry it (svc-agent's); without it, never.
+   */
+  relayKey?: string | undefined;
 }
 
 /** The part of the admin API's session registry the provider feeds. */
@@ -123,6 +128,7 @@ function withBody(req: IncomingMessage, body: Buffer): IncomingMessage {
   copy.httpVersionMajor = req.httpVersionMajor;
   copy.httpVersionMinor = req.httpVersionMinor;
   copy.headers = { ...req.headers, 'content-length': String(body.length) };
+  copyClientAddress(req, copy);
   copy.push(body);
   copy.push(null);
   // A message not marked complete destroys its socket when the stream is destroyed after reading.
@@ -510,6 +516,7 @@ export function createIdentityProvider(options: IdentityProviderOptions): Identi
 
   async function dispatch(req: IncomingMessage, res: ServerResponse): Promise<void> {
     telemetry.count('requests');
+    verifyClientAddress(req, options.relayKey);
     const url = new URL(req.url ?? '/', 'http://issuer.invalid');
     const path = url.pathname;
     if (path !== issuerPath && !path.startsWith(`${issuerPath}/`)) {

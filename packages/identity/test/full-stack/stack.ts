@@ -50,6 +50,8 @@ export interface StackOptions {
   env?: Record<string, string>;
   /** Whether svc-auth-admin listens (default true): the start waits for its port then. */
   adminUi?: boolean;
+  /** Whether svc-agent runs too (default false); its port is `ports().agent`. */
+  agent?: boolean;
 }
 
 /** GET over a Unix socket: the status, or the connection error's code. */
@@ -122,7 +124,7 @@ export async function startAuthStack(options: StackOptions = {}): Promise<AuthSt
   const ports = (): Promise<Record<string, number>> => readJson(join(workDir, 'ports.json'));
 
   const start = async (first: boolean): Promise<void> => {
-    daemon = await startTestDaemon({ home, env, files: first ? files : {} });
+    daemon = await startTestDaemon({ home, env, files: first ? files : {}, agent: options.agent === true });
     const d = daemon;
     issuer = await waitFor(
       async () => {
