@@ -16,7 +16,12 @@ import {
   loadOrCreateAdminTls,
 } from '../src/admin/index.ts';
 import { loadCredentials, loadMasterKey, writeFileAtomic, writeRelayKey } from '../src/credentials/index.ts';
-import { IdentityState, loadIdentitySettings, startIdentityServer } from '../src/provider/index.ts';
+import {
+  IdentityState,
+  SignInThrottle,
+  loadIdentitySettings,
+  startIdentityServer,
+} from '../src/provider/index.ts';
 import { INSTALL_ROOT } from '../src/install-root.ts';
 import { UserStore } from '../src/store/user-store.ts';
 
@@ -58,6 +63,7 @@ try {
     state,
     webRedirectUris: settings.webRedirectUris,
     relayKey,
+    throttle: new SignInThrottle({ limits: settings.signInThrottle }),
     log: (level, message, fields) => log(level, message, fields),
   });
   const grpc = await startAdminGrpcServer({

@@ -185,7 +185,7 @@ function failedSignIn(
   ctx: KoaContextWithOIDC,
 ): OIDCProviderError {
   if (result.reason === 'locked') {
-    // Too many failed sign-ins for this user or from this address: 429 until the lock ends.
+    // Too many failed sign-ins for this user from this address, or from this address: 429 until the wait ends.
     const seconds = Math.ceil(result.retryAfterMs / 1000);
     ctx.set('retry-after', String(seconds));
     return grantError(429, `too many failed sign-ins: try again in ${seconds} s`);
@@ -396,7 +396,7 @@ export function createIdentityProvider(options: IdentityProviderOptions): Identi
               'multi-factor authentication is required for this user: sign in with the browser or device flow',
             );
           }
-          signIn.succeeded(result.userKey);
+          signIn.succeeded(result.userKey, clientAddress(ctx.req));
           telemetry.count('logins_succeeded');
           const scopeParam = typeof params['scope'] === 'string' ? params['scope'] : 'openid';
           const requested = new Set(scopeParam.split(' ').filter(Boolean));

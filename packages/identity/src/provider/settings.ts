@@ -4,6 +4,7 @@ import { readFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
+import { DEFAULT_THROTTLE_LIMITS, type ThrottleLimits } from './sign-in-throttle.ts';
 
 export interface IdentitySettings {
   readonly home: string;
@@ -17,6 +18,8 @@ export interface IdentitySettings {
   readonly passwordFlow: boolean;
   /** Redirect URIs of the browser client `svc-web`. */
   readonly webRedirectUris: readonly string[];
+  /** Password-guessing limits (`OIDC.sign_in_throttle`), the defaults where unset. */
+  readonly signInThrottle: ThrottleLimits;
 }
 
 export class SettingsError extends Error {}
@@ -86,6 +89,7 @@ interface OidcFile {
   OIDC?: {
     password_flow?: unknown;
     web_redirect_uris?: unknown;
+    sign_in_throttle?: unknown;
     issuer_port?: unknown;
     telemetry_port?: unknown;
   };
@@ -129,6 +133,45 @@ export function passwordFlowEnabled(file: OidcFile, env: NodeJS.ProcessEnv): boo
   return fromFile;
 }
 
+/** `OIDC.sign_in_throttle` keys, their ThrottleLimits field and the accepted range. */
+const THROTTLE_KEYS: readonly (readonly [string, keyof ThrottleLimits, number, number])[] = [
+  ['user_address_failures', 'userAddressFailures', 1, 1_000_000],
+  ['address_failures', 'addressFailures', 1, 1_000_000],
+  ['user_failures', 'userFailures', 1, 1_000_000],
+  ['base_delay_ms', 'baseDelayMs', 1, 86_400_000],
+  ['max_delay_ms', 'maxDelayMs', 1, 86_400_000],
+  ['forget_after_ms', 'forgetMs', 1, 30 * 86_400_000],
+  ['max_entries', 'maxEntries', 100, 10_000_000],
+];
+
+/** The password-guessing limits: `OIDC.sign_in_throttle` over DEFAULT_THROTTLE_LIMITS. */
+export function signInThrottleLimits(file: OidcFile): ThrottleLimits {
+  const given = file.OIDC?.sign_in_throttle ?? {};
+  if (given === null || typeof given !== 'object' || Array.isArray(given))
+    throw new SettingsError('config/oidc.yaml: OIDC.sign_in_throttle must be a mapping');
+  const values = given as Record<string, unknown>;
+  const known = new Set(THROTTLE_KEYS.map(([key]) => key));
+  const unknown = Object.keys(values).find((key) => !known.has(key));
+  if (unknown !== undefined)
+    throw new SettingsError(`config/oidc.yaml: OIDC.sign_in_throttle.${unknown} is not a setting`);
+  const limits: Record<string, number> = { ...DEFAULT_THROTTLE_LIMITS };
+  for (const [key, field, min, max] of THROTTLE_KEYS) {
+    const value = values[key];
+    if (value === undefined || value === null) continue;
+    if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max)
+      throw new SettingsError(
+        `config/oidc.yaml: OIDC.sign_in_throttle.${key} must be an integer from ${min} to ${max}`,
+      );
+    limits[field] = value;
+  }
+  const result = limits as unknown as ThrottleLimits;
+  if (result.maxDelayMs < result.baseDelayMs || result.forgetMs < result.maxDelayMs)
+    throw new SettingsError(
+      'config/oidc.yaml: OIDC.sign_in_throttle needs base_delay_ms <= max_delay_ms <= forget_after_ms',
+    );
+  return result;
+}
+
 /** `defaultHome` is the install root: SVC_HOME when the variable is unset, and the oidc.yaml defaults. */
 export async function loadIdentitySettings(
   env: NodeJS.ProcessEnv,
@@ -167,5 +210,6 @@ export async function loadIdentitySettings(
     ),
     passwordFlow: passwordFlowEnabled(file, env),
     webRedirectUris: (uris as string[] | undefined) ?? defaultWebRedirectUris(agentPort),
+    signInThrottle: signInThrottleLimits(file),
   };
 }

@@ -1,5 +1,6 @@
 // The one password check of the issuer (password grant and the browser/device sign-in form):
-// throttled per user and per address (sign-in-throttle.ts), and as slow for an unknown login as
+// throttled per (user, address) and per address with growing waits, never an account lock
+// (sign-in-throttle.ts), and as slow for an unknown login as
 // for a known one (a bcrypt compare against a dummy hash), so that response time does not tell
 // whether a user exists.
 import { randomBytes } from 'node:crypto';
@@ -186,7 +187,7 @@ export class PasswordSignIn {
     return { ok: true, user, userKey };
   }
 
-  succeeded(userKey: string): void {
-    this.throttle.succeeded(userKey);
+  succeeded(userKey: string, address: string): void {
+    this.throttle.succeeded(userKey, address);
   }
 }

@@ -52,6 +52,8 @@ export interface StackOptions {
   adminUi?: boolean;
   /** Whether svc-agent runs too (default false); its port is `ports().agent`. */
   agent?: boolean;
+  /** More files under SVC_HOME before the first start (e.g. `config/oidc.yaml`). */
+  files?: Record<string, string>;
 }
 
 /** GET over a Unix socket: the status, or the connection error's code. */
@@ -112,6 +114,7 @@ export async function startAuthStack(options: StackOptions = {}): Promise<AuthSt
   const files = {
     'apps/identity.yaml': await readFile(join(ROOT, 'apps', 'identity.yaml'), 'utf8'),
     'apps/authadmin.yaml': await readFile(join(ROOT, 'apps', 'authadmin.yaml'), 'utf8'),
+    ...options.files,
   };
   const env = {
     ...BUILTIN_MODE_ENV,

@@ -5,7 +5,9 @@
 //
 // A real svcd in builtin mode with svc-identity and svc-agent. Every guess names another unknown
 // login, so only the per-address limit (20 failures) can stop them; each scenario sends from its
-// own loopback source address (127.0.0.x), so the scenarios do not share an address bucket.
+// own loopback source address (127.0.0.x), so the scenarios do not share an address bucket. The
+// first wait is raised to 60 s (OIDC.sign_in_throttle.base_delay_ms) so that no wait ends while the
+// test runs on a loaded machine; the thresholds are the defaults.
 import { readFile, stat } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { relayKeyPath } from '../../src/credentials/index.ts';
@@ -20,7 +22,12 @@ let direct: GrantTarget;
 let viaAgent: GrantTarget;
 
 beforeAll(async () => {
-  stack = await startAuthStack({ agent: true, adminUi: false, env: { SVC_AUTH_ADMIN_UI: 'off' } });
+  stack = await startAuthStack({
+    agent: true,
+    adminUi: false,
+    env: { SVC_AUTH_ADMIN_UI: 'off' },
+    files: { 'config/oidc.yaml': 'OIDC:\n  sign_in_throttle:\n    base_delay_ms: 60000\n' },
+  });
   const { agentUrl } = await stack.daemon.agent();
   direct = { url: `${stack.issuer}/token` };
   viaAgent = { url: `${agentUrl}/auth/token`, ca: stack.daemon.ca };

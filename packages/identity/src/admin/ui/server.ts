@@ -262,7 +262,7 @@ export async function startAdminUi(options: AdminUiOptions): Promise<AdminUi> {
       case '/passwords/unlock':
         return formAction(response, '/passwords', async () => {
           const result = await client.Passwords.UnlockUser({ email: field('email') });
-          return `Sign-in lockout of ${result.email} cleared (${result.locks_cleared} in force).`;
+          return `Sign-in waits of ${result.email} ended (${result.locks_cleared} in force).`;
         });
       case '/clients/regenerate':
         return formAction(response, '/clients', async () => {
