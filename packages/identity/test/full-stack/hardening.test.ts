@@ -7,7 +7,7 @@
 //     helper's unlock-user ends the wait; an unknown user costs what a known one costs;
 //   - access and refresh tokens survive a restart of svc-identity (SIGKILL) and of svcd.
 import { execFile } from 'node:child_process';
-import { chmod, lstat, mkdtemp, readFile, readdir, rm, stat } from 'node:fs/promises';
+import { chmod, lstat, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../../../daemon/test/helpers/wait-for.ts';
 import { loadMasterKey } from '../../src/credentials/index.ts';
 import { AUDIENCE_SCOPE } from '../../src/provider/index.ts';
-import { getOverSocket, keyValues, startAuthStack, type AuthStack } from './stack.ts';
+import { getOverSocket, keyValues, startAuthStack, systemAppPid, type AuthStack } from './stack.ts';
 
 const run = promisify(execFile);
 const TEST_USER = `svcnobody${process.pid}`;
@@ -102,21 +102,9 @@ async function asTestUser(command: string[]): Promise<{ code: number; stdout: st
   }
 }
 
-/** The pid of this stack's svc-identity, found in /proc by its program and SVC_HOME. */
-async function identityPid(): Promise<number | undefined> {
-  for (const entry of await readdir('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const cmdline = await readFile(`/proc/${entry}/cmdline`, 'utf8');
-      if (!cmdline.includes('packages/identity/bin/svc-identity.js')) continue;
-      const environ = (await readFile(`/proc/${entry}/environ`, 'utf8')).split('\0');
-      if (environ.includes(`SVC_HOME=${stack.home}`)) return Number(entry);
-    } catch {
-      // the process ended meanwhile
-    }
-  }
-  return undefined;
-}
+/** The pid of this stack's svc-identity. */
+const identityPid = (): Promise<number | undefined> =>
+  systemAppPid(stack.home, 'packages/identity/bin/svc-identity.js');
 
 describe('administration UI on a Unix socket (package installs)', () => {
   it('the socket is mode 0600, owned by the daemon user, recorded for the helper', async () => {

@@ -3,7 +3,7 @@
 // SVC_HOME. Secrets go to the script on stdin only and never into assertion messages.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { request } from 'node:http';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { BUILTIN_MODE_ENV, killManagedProcesses, startTestDaemon, type TestDaemon } from '@svc/testkit';
@@ -66,6 +66,25 @@ export function getOverSocket(socketPath: string, path: string): Promise<number 
     req.on('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? 'error'));
     req.end();
   });
+}
+
+/**
+ * The pid of the system app started from `program` (e.g. `packages/identity/bin/svc-identity.js`)
+ * for SVC_HOME `home`, found in /proc by its command line and environment.
+ */
+export async function systemAppPid(home: string, program: string): Promise<number | undefined> {
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const cmdline = await readFile(`/proc/${entry}/cmdline`, 'utf8');
+      if (!cmdline.includes(program)) continue;
+      const environ = (await readFile(`/proc/${entry}/environ`, 'utf8')).split('\0');
+      if (environ.includes(`SVC_HOME=${home}`)) return Number(entry);
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  return undefined;
 }
 
 async function readJson(file: string): Promise<Record<string, number>> {

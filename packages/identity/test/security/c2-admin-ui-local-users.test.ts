@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOsUser, IS_ROOT, type TestOsUser } from '../../../daemon/test/exec/os-user.ts';
-import { getOverSocket, startAuthStack, type AuthStack } from '../full-stack/stack.ts';
+import { getOverSocket, startAuthStack, systemAppPid, type AuthStack } from '../full-stack/stack.ts';
 import { SSHD, startSshd, type TestSshd } from './sshd.ts';
 
 const run = promisify(execFile);
@@ -62,20 +62,11 @@ async function curl(
   }
 }
 
-/** The pid of this stack's svc-auth-admin, found in /proc by its program and SVC_HOME. */
+/** The pid of this stack's svc-auth-admin. */
 async function adminUiPid(): Promise<number> {
-  for (const entry of await readdir('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const cmdline = await readFile(`/proc/${entry}/cmdline`, 'utf8');
-      if (!cmdline.includes('packages/identity/bin/svc-auth-admin.js')) continue;
-      const environ = (await readFile(`/proc/${entry}/environ`, 'utf8')).split('\0');
-      if (environ.includes(`SVC_HOME=${stack.home}`)) return Number(entry);
-    } catch {
-      // the process ended meanwhile
-    }
-  }
-  throw new Error('svc-auth-admin of this stack is not running');
+  const pid = await systemAppPid(stack.home, 'packages/identity/bin/svc-auth-admin.js');
+  if (pid === undefined) throw new Error('svc-auth-admin of this stack is not running');
+  return pid;
 }
 
 /** Local ports of TCP sockets in LISTEN state that process `pid` holds (by socket inode). */
