@@ -51,6 +51,11 @@ export interface AgentOptions {
   issuerOrigin: (() => Promise<string | undefined>) | undefined;
   /** The agent's own process key (SVC_PROCESS_KEY): its credential for the daemon's GET /svc/metrics. */
   processKey: string | undefined;
+  /**
+   * The issuer relay key (work/auth/secrets/issuer-relay-key), read for each request relayed to
+   * /auth: svc-identity believes the X-Forwarded-For of a request that carries it (issue 25 M4).
+   */
+  issuerRelayKey?: (() => Promise<string | undefined>) | undefined;
   limits: Limits;
   webRoot: string;
   log: Log;
@@ -99,8 +104,9 @@ function refuseUpgrade(socket: Duplex, error: SvcError): void {
 
 /**
  * The remote address the agent vouches for (any X-Forwarded-For a client sent is replaced, not
- * extended), proven to svcd by the agent's own process key in X-Svc-Agent-Key (a client's copy of
- * that header is always replaced or removed), and the address the client used, so that svcd's
+ * extended), proven by the key in X-Svc-Agent-Key (to svcd the agent's process key, to the issuer
+ * the relay key; a client's copy of that header is always replaced or removed), and the address the
+ * client used, so that svcd's
  * RFC 9728 metadata and challenges name the agent rather than the daemon's own port.
  */
 function markForwarded(req: IncomingMessage, agentKey: string | undefined): void {
@@ -224,12 +230,13 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
         else await serveMcpMetadata(req, res, base);
         return;
       }
-      // The agent's key goes to svcd only, never to the issuer.
-      markForwarded(req, route.to === 'daemon' ? options.processKey : undefined);
+      // The process key goes to svcd only; the issuer gets the relay key (same header), never it.
       if (route.to === 'daemon') {
+        markForwarded(req, options.processKey);
         daemonProxy.web(req, res);
         return;
       }
+      markForwarded(req, await relayKey());
       const origin = await issuerOrigin();
       issuerOrigins.set(req, origin);
       issuerProxy.web(req, res, { target: origin });
@@ -298,6 +305,23 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     const document = { ...(JSON.parse(answer.body.toString('utf8')) as object), resource: `${base}/mcp` };
     res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'max-age=300' });
     res.end(req.method === 'HEAD' ? undefined : JSON.stringify(document));
+  }
+
+  let relayKeyProblem = false;
+  /** The issuer relay key, or undefined (then svc-identity sees every client as the agent's address). */
+  async function relayKey(): Promise<string | undefined> {
+    try {
+      const key = await options.issuerRelayKey?.();
+      relayKeyProblem = false;
+      return key;
+    } catch (error) {
+      if (!relayKeyProblem)
+        log('warn', 'cannot read the issuer relay key; client addresses are not forwarded to the issuer', {
+          error: error instanceof Error ? error.message : String(error),
+        });
+      relayKeyProblem = true;
+      return undefined;
+    }
   }
 
   async function issuerOrigin(): Promise<string> {

@@ -283,6 +283,8 @@ export async function startDaemon(
       SVC_HOME: config.home,
       SVC_AUTH_MODE: config.authMode,
       SVC_ISSUER_PORT: String(config.issuerPort),
+      // svc-identity names the agent's port in svc-web's redirect URIs (`{agent_port}`).
+      SVC_AGENT_PORT: String(config.agentPort),
       SVC_AUTH_PASSWORD_FLOW: String(config.passwordFlow),
       PATH: [dirname(process.execPath), process.env['PATH']].filter(Boolean).join(':'),
     },

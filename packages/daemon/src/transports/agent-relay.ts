@@ -5,9 +5,12 @@
 // process key is accepted when that address is loopback (a worker on this host reaching the task
 // RPC through the agent's port). The header is removed before anything else sees the request.
 import { isIP } from 'node:net';
+// One header for the agent's proof to either upstream: its process key to svcd, the issuer relay
+// key to svc-identity (issue 25 M4).
+import { AGENT_KEY_HEADER } from '../../../identity/src/credentials/relay-key.ts';
 import { isLoopbackAddress } from '../tasks/worker-auth.ts';
 
-export const AGENT_KEY_HEADER = 'x-svc-agent-key';
+export { AGENT_KEY_HEADER };
 
 /** Checks a presented agent key (the current process key of the system app `agent`). */
 export type AgentKeyCheck = (key: string) => boolean;
