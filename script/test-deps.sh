@@ -98,6 +98,14 @@ fi
 echo "test-deps: installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
+# The tests need these programs, never their services: without a policy-rc.d of the host's own,
+# one refusing every start keeps packages such as openssh-server or prometheus from starting a
+# daemon on a default port during the install (removed again whatever happens).
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+  printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
+  chmod 755 /usr/sbin/policy-rc.d
+  trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+fi
 # Chromium with its recommended packages: fonts-liberation renders the page text.
 apt-get install -y -qq "${missing[@]}" >/dev/null
 # openssh-server starts and enables ssh.service under systemd: the tests only need the binary.
