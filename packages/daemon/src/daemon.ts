@@ -360,6 +360,7 @@ export async function startDaemon(
   if (workerSide !== undefined) forwarder.targets.addProvider(workerSide.targets.provider);
   const resolver: AccessResolver = {
     app: (name) => supervisor.access(name),
+    service: (name) => workerSide?.services.registered().includes(name) ?? false,
     subscription: (id) => events.owner(id),
     verifyProcessKey: (name, key) => supervisor.verifyProcessKey(name, key),
   };

@@ -28,6 +28,7 @@ export function createTcpServer(options: TcpTransportOptions): Server {
     minVersion: 'TLSv1.2',
     handshakeTimeout: limits.headersTimeoutMs,
   });
+  refuseSessionTickets(server);
   server.maxConnections = limits.maxConnections;
   // Counted from accept; a handshake that fails or exceeds handshakeTimeout destroys the socket.
   guardTlsServer(server, { guard, listener: 'tcp', log: loggerAsListenerLog(logger) });
@@ -102,4 +103,31 @@ export function createTcpServer(options: TcpTransportOptions): Server {
     });
   });
   return server;
+}
+
+/** The native secure context's ticket-key hook (Node's own; see refuseSessionTickets). */
+interface TicketKeyHook {
+  enableTicketKeyCallback(): void;
+  onticketkeycallback: (name: Buffer, iv: Buffer, encrypt: boolean) => [number, ...Buffer[]];
+}
+
+const NO_KEY = Buffer.alloc(16);
+
+/**
+ * The TCP listener issues no TLS session tickets. A TLS 1.3 server sends its tickets after the
+ * handshake, and a client whose reader thread runs SSL_read while another thread writes its first
+ * request breaks OpenSSL's one-thread-per-connection rule exactly then: App Mesh 3.0's Python SDK
+ * does this on every subscribing TCP connection (its reader starts before the first request), and
+ * about 3 % of those connections failed (bad record MAC, unexpected message, or a lost answer).
+ * Without tickets nothing arrives after the handshake but answers. A TCP connection is long-lived,
+ * so resumption bought nothing. Node has no option for OpenSSL's ticket count, so the context's
+ * ticket-key callback declines every ticket (0: do not issue, do not accept; a client offering one
+ * gets a full handshake). The callback must answer an array of the status and four 16-byte
+ * buffers (Node checks their types). test/security/l3-tcp-no-session-tickets.test.ts proves it.
+ */
+function refuseSessionTickets(server: Server): void {
+  // `_sharedCreds` is the server's SecureContext (Node's own tests use it the same way).
+  const context = (server as unknown as { _sharedCreds: { context: TicketKeyHook } })._sharedCreds.context;
+  context.enableTicketKeyCallback();
+  context.onticketkeycallback = () => [0, NO_KEY, NO_KEY, NO_KEY, NO_KEY];
 }

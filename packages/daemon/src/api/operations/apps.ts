@@ -2,6 +2,7 @@
 // Authorization is each operation's `access` rule (auth/access-rules.ts); handlers do none.
 import { SvcError } from '@svc/protocol';
 import * as z from 'zod';
+import { appNotFound } from '../../auth/access-rules.ts';
 import { parseEventList } from '../../events/event-names.ts';
 import { json, text } from '../responses.ts';
 import { AppDefinition, AppList, AppRemoved, AppView, AppViewSubscribed } from '../schemas.ts';
@@ -12,8 +13,6 @@ import { durationParam, integerParam, patternParam } from './query.ts';
 
 const MAX_LONG_POLL_MS = 300_000;
 const MAX_OUTPUT_BYTES = 16 * 1024 * 1024;
-
-const appNotFound = (name: string): SvcError => new SvcError('app_not_found', `no application named ${name}`);
 
 /** The registration body: a JSON object whose `name`, if any, is the path's. */
 const registrationBody = z.custom<Record<string, unknown>>(
@@ -157,8 +156,11 @@ export const appOperations: Operation<Services>[] = [
     id: 'getApplicationHealth',
     method: 'GET',
     path: '/svc/app/{name}/health',
-    access: { kind: 'public' },
-    summary: 'Health of an application: body 0 (healthy) or 1 (unhealthy)',
+    // Service registration's health URL (cluster services answer anyone); any other application
+    // answers only a bearer that sees it, and every other name the 404 of a missing one.
+    access: { kind: 'visible-app' },
+    summary:
+      'Health of an application: body 0 (healthy) or 1 (unhealthy); without a token only registered services answer',
     responses: [
       { status: 200, description: 'healthy: body "0"', media: 'text/plain' },
       { status: 503, description: 'unhealthy: body "1"', media: 'text/plain' },
