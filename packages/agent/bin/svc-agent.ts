@@ -53,6 +53,7 @@ try {
     metricsPort: config.metricsPort,
     tls,
     daemonUrl,
+    daemonLink: process.env['SVC_AGENT_LINK'] || undefined,
     issuerOrigin,
     processKey: process.env['SVC_PROCESS_KEY'],
     limits: config.limits,

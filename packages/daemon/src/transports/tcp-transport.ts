@@ -1,7 +1,11 @@
 // TLS TCP API: 8-byte header (magic 0x07C707F8, big-endian body length) + msgpack body. A bad
 // magic, an oversized length or an undecodable message closes that connection only, after logging.
+// Each header is admitted against the in-flight budgets (inflight-budget.ts) before a byte of its
+// body is kept: above what the connection's payer could ever have in flight it closes the
+// connection; when it only does not fit now, the socket is not read until it does.
 import { createServer, type Server, type TLSSocket } from 'node:tls';
 import { FrameDecoder, FrameError, encodeFrameHeader } from '@svc/protocol';
+import type { InflightBudget, Reservation } from './inflight-budget.ts';
 import type { Dispatch } from '../api/dispatcher.ts';
 import type { Limits } from '../config/config.ts';
 import type { Logger } from '../log/logger.ts';
@@ -9,7 +13,7 @@ import type { TlsMaterial } from '../tls/certificates.ts';
 import type { ConnectionGuard } from './connection-guard.ts';
 import { guardTlsServer } from './connection-deadlines.ts';
 import { loggerAsListenerLog } from './rest-transport.ts';
-import { WireSession, preAuthFrameBytes } from './wire-session.ts';
+import { WireSession, payerOf, preAuthFrameBytes } from './wire-session.ts';
 import { turnWriteBatch } from './write-batch.ts';
 
 export interface TcpTransportOptions {
@@ -17,34 +21,52 @@ export interface TcpTransportOptions {
   dispatch: Dispatch;
   limits: Limits;
   guard: ConnectionGuard;
+  budget: InflightBudget;
   logger: Logger;
 }
 
 export function createTcpServer(options: TcpTransportOptions): Server {
-  const { limits, guard, logger } = options;
+  const { limits, guard, budget, logger } = options;
   const server = createServer({
     key: options.tls.key,
     cert: options.tls.cert,
     minVersion: 'TLSv1.2',
-    handshakeTimeout: limits.headersTimeoutMs,
+    handshakeTimeout: limits.handshakeTimeoutMs,
   });
   server.maxConnections = limits.maxConnections;
-  // Counted from accept; a handshake that fails or exceeds handshakeTimeout destroys the socket.
-  guardTlsServer(server, { guard, listener: 'tcp', log: loggerAsListenerLog(logger) });
+  // Counted from accept; a handshake that fails, or no complete frame within the handshake
+  // deadline, destroys the socket.
+  const guarded = guardTlsServer(server, {
+    guard,
+    listener: 'tcp',
+    log: loggerAsListenerLog(logger),
+    firstRequestMs: limits.handshakeTimeoutMs,
+  });
   server.on('secureConnection', (socket: TLSSocket) => {
     const remote = socket.remoteAddress ?? 'unknown';
     socket.setNoDelay(true);
     socket.setKeepAlive(true, 30_000);
-    // Small frames until the connection authenticates (bearer or process key), then the limit.
-    const decoder = new FrameDecoder({ maxBodyBytes: preAuthFrameBytes(limits) });
+    // Reading stops while the session has too many requests in flight or a frame waits for budget.
+    const stops = { session: false, budget: false };
+    const syncReading = (): void => {
+      if (socket.destroyed) return;
+      if (stops.session || stops.budget) socket.pause();
+      else socket.resume();
+    };
+    /** Reservations of admitted frames whose bodies are not complete yet, in order. */
+    const admitted: Reservation[] = [];
+    let cancelWait: (() => void) | undefined;
     const hold = turnWriteBatch(socket);
-    const session = new WireSession({
+    const session: WireSession = new WireSession({
       transport: 'tcp',
       remoteAddress: remote,
       dispatch: options.dispatch,
       logger,
       idleTimeoutMs: limits.idleTimeoutMs,
-      onAuthenticated: () => (decoder.maxBodyBytes = limits.maxFrameBytes),
+      onAuthenticated: () => {
+        decoder.maxBodyBytes = limits.maxFrameBytes;
+        guarded.slotOf(socket)?.establish();
+      },
       sink: {
         // The writes of one event-loop turn leave together (write-batch.ts).
         write: (bytes) => {
@@ -52,9 +74,20 @@ export function createTcpServer(options: TcpTransportOptions): Server {
           socket.write(encodeFrameHeader(bytes.byteLength));
           socket.write(bytes);
         },
+        writeParts: (parts) => {
+          hold();
+          socket.write(encodeFrameHeader(parts.reduce((sum, part) => sum + part.byteLength, 0)));
+          for (const part of parts) socket.write(part);
+        },
         bufferedBytes: () => socket.writableLength,
-        pause: () => socket.pause(),
-        resume: () => socket.resume(),
+        pause: () => {
+          stops.session = true;
+          syncReading();
+        },
+        resume: () => {
+          stops.session = false;
+          syncReading();
+        },
         close: () => socket.destroy(),
         drained: () =>
           new Promise((resolve) => {
@@ -66,7 +99,41 @@ export function createTcpServer(options: TcpTransportOptions): Server {
           }),
       },
     });
-    // A peer that starts a frame and then stalls is cut off after the request timeout.
+    const owner = () => ({ connection: session.id, principal: payerOf(session), address: remote });
+    // Small frames until the connection authenticates (bearer or process key), then the limit.
+    const decoder: FrameDecoder = new FrameDecoder({
+      maxBodyBytes: preAuthFrameBytes(limits),
+      admit: (length) => {
+        const payer = owner();
+        const ceiling = budget.ceiling(payer);
+        if (length > ceiling)
+          throw new FrameError(
+            'too_large',
+            `frame body of ${length} bytes exceeds the in-flight budget of ${ceiling} bytes`,
+            { length },
+          );
+        const now = budget.tryReserve(payer, length);
+        if (now !== undefined) {
+          admitted.push(now);
+          return true;
+        }
+        stops.budget = true;
+        syncReading();
+        cancelWait = budget.reserve(payer, length, (reservation) => {
+          cancelWait = undefined;
+          if (socket.destroyed) {
+            reservation.release();
+            return;
+          }
+          admitted.push(reservation);
+          stops.budget = false;
+          syncReading();
+          decode(() => decoder.proceed());
+        });
+        return false;
+      },
+    });
+    // A peer that starts a frame (or waits for budget) and then stalls is cut off after the request timeout.
     let partialSince: number | undefined;
     const stallTimer = setInterval(
       () => {
@@ -78,10 +145,10 @@ export function createTcpServer(options: TcpTransportOptions): Server {
       Math.min(limits.requestTimeoutMs, 5_000),
     );
     stallTimer.unref();
-    socket.on('data', (chunk: Buffer) => {
+    const decode = (next: () => Buffer[]): void => {
       let bodies: Buffer[];
       try {
-        bodies = decoder.push(chunk);
+        bodies = next();
       } catch (error) {
         const reason = error instanceof FrameError ? error.reason : 'invalid_frame';
         logger.warn('rejected TCP frame; closing connection', {
@@ -92,12 +159,19 @@ export function createTcpServer(options: TcpTransportOptions): Server {
         socket.destroy();
         return;
       }
-      for (const body of bodies) session.receive(body);
+      if (bodies.length > 0) guarded.active(socket);
+      for (const body of bodies) {
+        const reservation = admitted.shift();
+        session.receive(body, () => reservation?.release());
+      }
       partialSince = decoder.bufferedBytes > 0 ? (partialSince ?? Date.now()) : undefined;
-    });
+    };
+    socket.on('data', (chunk: Buffer) => decode(() => decoder.push(chunk)));
     socket.on('error', (error) => logger.debug('TCP socket error', { remote, error }));
     socket.once('close', () => {
       clearInterval(stallTimer);
+      cancelWait?.();
+      for (const reservation of admitted.splice(0)) reservation.release();
       session.markClosed();
     });
   });

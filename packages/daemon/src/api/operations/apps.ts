@@ -3,6 +3,7 @@
 import { SvcError } from '@svc/protocol';
 import * as z from 'zod';
 import { parseEventList } from '../../events/event-names.ts';
+import { listingResponse } from '../app-listing.ts';
 import { json, text } from '../responses.ts';
 import { AppDefinition, AppList, AppRemoved, AppView, AppViewSubscribed } from '../schemas.ts';
 import type { Services } from '../services.ts';
@@ -36,12 +37,11 @@ export const appOperations: Operation<Services>[] = [
     summary: 'List applications with their runtime fields (system applications for svc-admin only)',
     responses: [{ status: 200, description: 'the applications', json: AppList }],
     async handle({ services, grant }) {
-      return json(
-        services.supervisor
-          .list()
-          .filter((app) => grant.seesSystemApps || app['system'] !== true)
-          .map((app) => withTask(app, services)),
-      );
+      const views = services.supervisor
+        .list()
+        .filter((app) => grant.seesSystemApps || app['system'] !== true)
+        .map((app) => withTask(app, services));
+      return listingResponse(views, (name) => services.supervisor.definition(name));
     },
   }),
   defineOperation<Services>({
