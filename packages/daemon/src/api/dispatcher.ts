@@ -119,6 +119,9 @@ export function createDispatcher<S>(options: DispatcherOptions<S>): Dispatch {
       // The rule sees the raw query (and the parsed JSON body only when it names the application),
       // so that a caller who may not use the operation at all is refused (403) before the details
       // of its input are judged (400).
+      const spec = operation.body;
+      if (spec?.kind === 'json' && spec.maxBytes !== undefined && request.body.byteLength > spec.maxBytes)
+        throw new SvcError('payload_too_large', `request body exceeds ${spec.maxBytes} bytes`);
       const bodyNamesApp = access.kind === 'app' && access.app.from === 'body-copy';
       let json = bodyNamesApp ? parseJsonBody(request.body) : undefined;
       const raw: OperationInput = { params, query: request.query, body: json };

@@ -34,6 +34,8 @@ export interface PreflightRequest {
 /** The request may send its body: how much (`full`: the limits, `pre-auth`: 1 MiB) and for whom. */
 export interface PreflightPass {
   readonly body: 'full' | 'pre-auth';
+  /** The operation reads at most this many bytes (BodySpec.maxBytes), when it says so. */
+  readonly maxBytes?: number | undefined;
   /** The bearer's principal, when the route needs one (its in-flight budget pays for the body). */
   readonly principalId?: string | undefined;
 }
@@ -68,7 +70,8 @@ export function createPreflight<S>(router: Router<S>, auth: Authenticator, resol
       if (request.headers['x-target-host'] !== undefined) return { body: 'full', principalId: principal.id };
       if (operation.connection === 'persistent') throw persistentConnectionRequired();
       decideFromHead(access, principal, { params, query: request.query }, resolver);
-      return { body: 'full', principalId: principal.id };
+      const spec = operation.body;
+      return { body: 'full', principalId: principal.id, maxBytes: spec?.kind === 'json' ? spec.maxBytes : undefined };
     } catch (error) {
       if (error instanceof SvcError) return errorResponse(error);
       throw error;

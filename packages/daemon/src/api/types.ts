@@ -97,6 +97,11 @@ export type BodySpec =
       /** What the spec shows when `schema` only pre-checks and a deeper validator runs later. */
       readonly doc?: z.ZodType;
       readonly errorCode?: 'bad_request' | 'invalid_app';
+      /**
+       * The largest body the operation reads, when smaller than `REST.Limits.MaxBodyBytes`: a REST
+       * request announcing more is answered 413 from its head, a TCP/WSS one 413 unparsed.
+       */
+      readonly maxBytes?: number;
     }
   /** Any content type, handed to the handler as bytes (task payloads and results). */
   | { readonly kind: 'raw'; readonly description: string };

@@ -120,6 +120,8 @@ export const LIMITS = {
   envTotalBytes: 1024 * 1024,
   /** The whole definition as JSON (secret values included): what one application may hold in memory. */
   definitionBytes: 2 * 1024 * 1024,
+  /** The largest JSON body that carries one definition (twice the above, for whitespace and escapes). */
+  definitionBodyBytes: 4 * 1024 * 1024,
   metadataBytes: 1024 * 1024,
   metadataDepth: 64,
   descriptionBytes: 64 * 1024,

@@ -179,6 +179,22 @@ export function endThenDestroy(socket: Duplex, text: string): void {
 }
 
 /**
+ * After the last answer on a connection whose peer may still be sending (a request refused before
+ * its body), Node would end the socket and destroy it at once, and the peer's next bytes would
+ * draw a reset that can discard the answer before the peer reads it. Instead the socket is ended
+ * and destroyed when the peer closes too, or after a grace period; what arrives meanwhile is
+ * dropped by the caller (`req.resume()`), never kept.
+ */
+export function lingerAfterLastAnswer(socket: Duplex): void {
+  (socket as Duplex & { destroySoon?: () => void }).destroySoon = () => {
+    socket.end();
+    const timer = setTimeout(() => socket.destroy(), REFUSAL_GRACE_MS);
+    timer.unref();
+    socket.once('close', () => clearTimeout(timer));
+  };
+}
+
+/**
  * Idle deadline of plain HTTP connections: a TLS connection that sends no request, or none for
  * `idleMs` after its last response, is closed; a request in flight (a long run-wait, a task) keeps it
  * open. An upgraded connection (WSS) leaves it to the session's own deadline.

@@ -3,6 +3,7 @@
 import { createServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { SvcError } from '@svc/protocol';
 import type { Dispatch } from '../api/dispatcher.ts';
@@ -19,6 +20,7 @@ import {
   answerClientError,
   closeIdleHttpConnections,
   guardTlsServer,
+  lingerAfterLastAnswer,
   type GuardedServer,
   type ListenerLog,
 } from './connection-deadlines.ts';
@@ -188,7 +190,10 @@ export function createRestServer(options: RestTransportOptions): { server: Serve
       if (!req.readableEnded) discard(req, res); // refused before the body was read
       return;
     }
-    const bodyLimit = verdict.body === 'full' ? limits.maxBodyBytes : preAuthFrameBytes(limits);
+    const bodyLimit = Math.min(
+      verdict.body === 'full' ? limits.maxBodyBytes : preAuthFrameBytes(limits),
+      verdict.maxBytes ?? Number.MAX_SAFE_INTEGER,
+    );
     const declared = Number(req.headers['content-length'] ?? 0);
     // Too large: answer at once and discard the rest of the body (bounded by the request timeout)
     // instead of closing on unread data, which would reset the connection before the client can
@@ -240,13 +245,14 @@ export function createRestServer(options: RestTransportOptions): { server: Serve
 }
 
 /**
- * Drops the body of a request answered early: read and thrown away for a short while (so that the
- * client can read the answer instead of a reset), and the connection closed after the answer, so
- * that an unauthenticated peer cannot keep streaming into it.
+ * Drops the body of a request answered early: thrown away as it arrives, never kept, until the
+ * peer closes or for a short grace after the answer (so that the client can read the answer instead
+ * of a reset), and the connection closed after the answer, so that a peer cannot keep streaming.
  */
 function discard(req: IncomingMessage, res: ServerResponse): void {
   res.shouldKeepAlive = false;
   req.resume();
+  lingerAfterLastAnswer(req.socket);
 }
 
 const FULL: PreflightPass = { body: 'full' };
@@ -309,9 +315,15 @@ function send(res: ServerResponse, response: ApiResponse): void {
   res.end(response.bodyParts === undefined ? response.body : undefined);
 }
 
-/** `send`, or for a streamed body (file download) the headers and then the stream. */
+/** `send`, or for a streamed body (file download, shared parts) the headers and then the stream. */
 async function respond(res: ServerResponse, response: ApiResponse): Promise<void> {
-  const stream = response.stream;
+  // Shared parts (api/app-listing.ts) go out one by one as the client reads, never joined.
+  const parts = response.bodyParts;
+  const stream =
+    parts === undefined
+      ? response.stream
+      : Readable.from(parts, { objectMode: false, highWaterMark: 64 * 1024 });
+  if (parts !== undefined && !res.headersSent) res.setHeader('content-length', bodyLength(response));
   if (stream === undefined || res.headersSent) {
     send(res, response);
     return;

@@ -10,6 +10,7 @@ import type { Services } from '../services.ts';
 import { defineOperation, type Operation } from '../types.ts';
 import { persistentConnection, subscriptionBody } from './events.ts';
 import { durationParam, integerParam, patternParam } from './query.ts';
+import { LIMITS } from '../../model/app-definition.ts';
 
 const MAX_LONG_POLL_MS = 300_000;
 const MAX_OUTPUT_BYTES = 16 * 1024 * 1024;
@@ -76,7 +77,9 @@ export const appOperations: Operation<Services>[] = [
       withQuery: { name: 'subscribe_events', permission: 'app-subscribe' },
     },
     summary: 'Register or replace an application',
-    body: { kind: 'json', schema: registrationBody, doc: AppDefinition, errorCode: 'invalid_app' },
+    body: { kind: 'json', schema: registrationBody, doc: AppDefinition, errorCode: 'invalid_app',
+      maxBytes: LIMITS.definitionBodyBytes,
+    },
     query: z.object({
       subscribe_events: z.string().optional().meta({
         description:
