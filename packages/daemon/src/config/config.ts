@@ -235,11 +235,7 @@ export async function loadConfig(env: NodeJS.ProcessEnv = process.env): Promise<
     requestTimeoutMs,
     idleTimeoutMs: fileLimits.IdleTimeoutMs ?? DEFAULT_LIMITS.idleTimeoutMs,
     logMaxBytes: fileLimits.LogMaxBytes ?? DEFAULT_LIMITS.logMaxBytes,
-    // The TLS handshake is part of the first request's time, never longer than the headers'.
-    handshakeTimeoutMs: Math.min(
-      fileLimits.HandshakeTimeoutMs ?? DEFAULT_LIMITS.handshakeTimeoutMs,
-      headersTimeoutMs,
-    ),
+    handshakeTimeoutMs: fileLimits.HandshakeTimeoutMs ?? DEFAULT_LIMITS.handshakeTimeoutMs,
     maxInflightBytesPerConnection:
       fileLimits.MaxInflightBytesPerConnection ?? DEFAULT_LIMITS.maxInflightBytesPerConnection,
     maxInflightBytesPerPrincipal:
