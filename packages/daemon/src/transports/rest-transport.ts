@@ -170,22 +170,21 @@ export function createRestServer(options: RestTransportOptions): { server: Serve
       send(res, verdict);
       return;
     }
-    const authenticated = (): void => guarded.slotOf(req.socket)?.establish();
+    // Everything of the request but its body, as the dispatcher takes it.
+    const request = {
+      method,
+      path: target.path,
+      query: target.query,
+      headers,
+      transport: 'rest' as const,
+      remoteAddress: peer.address,
+      relayedByAgent: peer.relayedByAgent,
+      connection: undefined,
+      authenticated: (): void => guarded.slotOf(req.socket)?.establish(),
+    };
     if (streamed(req)) {
       // File upload: the operation reads the body as a stream (never buffered whole).
-      const response = await dispatch({
-        method,
-        path: target.path,
-        query: target.query,
-        headers,
-        body: new Uint8Array(0),
-        bodyStream: req,
-        transport: 'rest',
-        remoteAddress: peer.address,
-        relayedByAgent: peer.relayedByAgent,
-        connection: undefined,
-        authenticated,
-      });
+      const response = await dispatch({ ...request, body: new Uint8Array(0), bodyStream: req });
       await respond(res, response);
       if (!req.readableEnded) discard(req, res); // refused before the body was read
       return;
@@ -223,18 +222,7 @@ export function createRestServer(options: RestTransportOptions): { server: Serve
         send(res, tooLarge(bodyLimit));
         return;
       }
-      const response = await dispatch({
-        method,
-        path: target.path,
-        query: target.query,
-        headers,
-        body,
-        transport: 'rest',
-        remoteAddress: peer.address,
-        relayedByAgent: peer.relayedByAgent,
-        connection: undefined,
-        authenticated,
-      });
+      const response = await dispatch({ ...request, body });
       await respond(res, response);
     } finally {
       reservation?.release();

@@ -4,8 +4,9 @@
 // body is kept: above what the connection's payer could ever have in flight it closes the
 // connection; when it only does not fit now, the socket is not read until it does.
 import { createServer, type Server, type TLSSocket } from 'node:tls';
-import { FrameDecoder, FrameError, encodeFrameHeader } from '@svc/protocol';
-import type { InflightBudget, Reservation } from './inflight-budget.ts';
+import { FrameError, encodeFrameHeader } from '@svc/protocol';
+import { BudgetedFrames, type DecodedFrame } from './budgeted-frames.ts';
+import type { InflightBudget } from './inflight-budget.ts';
 import type { Dispatch } from '../api/dispatcher.ts';
 import type { Limits } from '../config/config.ts';
 import type { Logger } from '../log/logger.ts';
@@ -53,9 +54,6 @@ export function createTcpServer(options: TcpTransportOptions): Server {
       if (stops.session || stops.budget) socket.pause();
       else socket.resume();
     };
-    /** Reservations of admitted frames whose bodies are not complete yet, in order. */
-    const admitted: Reservation[] = [];
-    let cancelWait: (() => void) | undefined;
     const hold = turnWriteBatch(socket);
     const session: WireSession = new WireSession({
       transport: 'tcp',
@@ -64,7 +62,7 @@ export function createTcpServer(options: TcpTransportOptions): Server {
       logger,
       idleTimeoutMs: limits.idleTimeoutMs,
       onAuthenticated: () => {
-        decoder.maxBodyBytes = limits.maxFrameBytes;
+        frames.raiseCap(limits.maxFrameBytes);
         guarded.slotOf(socket)?.establish();
       },
       sink: {
@@ -99,39 +97,16 @@ export function createTcpServer(options: TcpTransportOptions): Server {
           }),
       },
     });
-    const owner = () => ({ connection: session.id, principal: payerOf(session), address: remote });
     // Small frames until the connection authenticates (bearer or process key), then the limit.
-    const decoder: FrameDecoder = new FrameDecoder({
+    const frames: BudgetedFrames = new BudgetedFrames({
+      budget,
+      payer: () => ({ connection: session.id, principal: payerOf(session), address: remote }),
       maxBodyBytes: preAuthFrameBytes(limits),
-      admit: (length) => {
-        const payer = owner();
-        const ceiling = budget.ceiling(payer);
-        if (length > ceiling)
-          throw new FrameError(
-            'too_large',
-            `frame body of ${length} bytes exceeds the in-flight budget of ${ceiling} bytes`,
-            { length },
-          );
-        const now = budget.tryReserve(payer, length);
-        if (now !== undefined) {
-          admitted.push(now);
-          return true;
-        }
-        stops.budget = true;
+      hold: (waiting) => {
+        stops.budget = waiting;
         syncReading();
-        cancelWait = budget.reserve(payer, length, (reservation) => {
-          cancelWait = undefined;
-          if (socket.destroyed) {
-            reservation.release();
-            return;
-          }
-          admitted.push(reservation);
-          stops.budget = false;
-          syncReading();
-          decode(() => decoder.proceed());
-        });
-        return false;
       },
+      deliver: (next) => decode(next),
     });
     // A peer that starts a frame (or waits for budget) and then stalls is cut off after the request timeout.
     let partialSince: number | undefined;
@@ -145,10 +120,10 @@ export function createTcpServer(options: TcpTransportOptions): Server {
       Math.min(limits.requestTimeoutMs, 5_000),
     );
     stallTimer.unref();
-    const decode = (next: () => Buffer[]): void => {
-      let bodies: Buffer[];
+    const decode = (next: () => DecodedFrame[]): void => {
+      let decoded: DecodedFrame[];
       try {
-        bodies = next();
+        decoded = next();
       } catch (error) {
         const reason = error instanceof FrameError ? error.reason : 'invalid_frame';
         logger.warn('rejected TCP frame; closing connection', {
@@ -159,19 +134,15 @@ export function createTcpServer(options: TcpTransportOptions): Server {
         socket.destroy();
         return;
       }
-      if (bodies.length > 0) guarded.active(socket);
-      for (const body of bodies) {
-        const reservation = admitted.shift();
-        session.receive(body, () => reservation?.release());
-      }
-      partialSince = decoder.bufferedBytes > 0 ? (partialSince ?? Date.now()) : undefined;
+      if (decoded.length > 0) guarded.active(socket);
+      for (const { body, release } of decoded) session.receive(body, release);
+      partialSince = frames.bufferedBytes > 0 ? (partialSince ?? Date.now()) : undefined;
     };
-    socket.on('data', (chunk: Buffer) => decode(() => decoder.push(chunk)));
+    socket.on('data', (chunk: Buffer) => decode(() => frames.push(chunk)));
     socket.on('error', (error) => logger.debug('TCP socket error', { remote, error }));
     socket.once('close', () => {
       clearInterval(stallTimer);
-      cancelWait?.();
-      for (const reservation of admitted.splice(0)) reservation.release();
+      frames.close();
       session.markClosed();
     });
   });
