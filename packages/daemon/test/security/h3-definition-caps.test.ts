@@ -96,11 +96,12 @@ describe('H3: bounded definitions and a shared listing', () => {
       for (const answer of answers) expect(answer.body.length).toBe(size);
     }
     const peak = sampler.stop();
-    // Over TCP too (the parts are written into one frame): the same array.
-    const tcp = await daemon.tcp();
-    const wire = await tcp.call('GET', '/svc/applications', { token: viewer });
-    expect(wire.json<unknown[]>()).toHaveLength(listing.length);
-    await tcp.close();
+    // Over TCP (the parts written into one frame) and WSS (one fragmented message): the same array.
+    for (const client of [await daemon.tcp(), await daemon.wss(viewer)]) {
+      const wire = await client.call('GET', '/svc/applications', { token: viewer });
+      expect(wire.body.equals(first.body), client.kind).toBe(true);
+      await client.close();
+    }
     console.log(
       `[security] H3: 3 rounds of 6 concurrent viewers of a ${(size / MiB).toFixed(1)} MiB listing (10 apps at the env cap): RSS ${before >> 10} MiB before, ${peak >> 10} MiB peak`,
     );

@@ -92,10 +92,16 @@ describe('H4: connection slots under silent and anonymous floods', () => {
     const fullAt = daemonConnections(daemon);
     const viaAgent = await self(agentUrl);
     const fifth = await self(daemon.restUrl, '127.0.0.7');
+    // The fifth address's client took the oldest anonymous session's place, then left.
+    await waitFor(() => daemonConnections(daemon) === TOTAL - 1, {
+      what: 'the first direct client to be gone',
+      timeoutMs: 10_000,
+    });
     const direct = await self(daemon.restUrl, '127.0.0.1');
     // The first direct client made room by closing the oldest anonymous session (the client side
     // sees the close a moment later); the second took the slot the first had freed on leaving; the
-    // agent's link took none (over loopback TCP its pooled connection would have taken one more).
+    // agent's link took none (over loopback TCP its pooled connection would have taken one more,
+    // and kept it).
     const evicted = await waitFor(
       () => {
         const count = anonymous.filter((s) => s.destroyed).length;
