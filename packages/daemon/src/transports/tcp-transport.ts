@@ -108,11 +108,14 @@ export function createTcpServer(options: TcpTransportOptions): Server {
       },
       deliver: (next) => decode(next),
     });
-    // A peer that starts a frame (or waits for budget) and then stalls is cut off after the request timeout.
+    // A peer that starts a frame and then stalls is cut off after the request timeout (also while
+    // svcd does not read because the peer does not read its answers). Time a frame waits for budget
+    // is not the peer's: the bytes it waits for are held by frames under this same deadline.
     let partialSince: number | undefined;
     const stallTimer = setInterval(
       () => {
-        if (partialSince !== undefined && Date.now() - partialSince > limits.requestTimeoutMs) {
+        if (partialSince !== undefined && stops.budget) partialSince = Date.now();
+        else if (partialSince !== undefined && Date.now() - partialSince > limits.requestTimeoutMs) {
           logger.warn('closing connection stalled mid-frame', { remote });
           socket.destroy();
         }
