@@ -54,6 +54,7 @@ try {
     metricsPort: config.metricsPort,
     tls,
     daemonUrl,
+    daemonLink: process.env['SVC_AGENT_LINK'] || undefined,
     issuerOrigin,
     processKey: process.env['SVC_PROCESS_KEY'],
     issuerRelayKey: config.authMode === 'builtin' ? () => readRelayKey(config.workDir) : undefined,

@@ -9,7 +9,8 @@
 //                                       ├─ /mcp (MCP, packages/mcp, in this process; tools call svcd REST)
 //                                       └─ / (GET, HEAD) ───────────────────────► packages/web/dist files
 import type { Server as HttpServer, IncomingMessage, ServerResponse } from 'node:http';
-import { Agent as HttpsAgent, type Server } from 'node:https';
+import { Agent as HttpsAgent, type AgentOptions as AgentOptions_, type Server } from 'node:https';
+import { connect as tlsConnect, type ConnectionOptions as TlsConnectionOptions } from 'node:tls';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { SvcError } from '@svc/protocol';
@@ -47,6 +48,12 @@ export interface AgentOptions {
   tls: TlsMaterial;
   /** The daemon's REST base URL (SVC_DAEMON_URL). */
   daemonUrl: string;
+  /**
+   * svcd's Unix socket for the agent (SVC_AGENT_LINK, daemon transports/agent-link.ts): the proxy's
+   * connections go there (TLS, verified against `daemonUrl`'s host), never competing with
+   * anonymous peers for svcd's connection slots. Undefined: loopback TCP to `daemonUrl`.
+   */
+  daemonLink?: string | undefined;
   /** Origin of the built-in issuer (`http://127.0.0.1:6062`), resolved per request; undefined in external mode. */
   issuerOrigin: (() => Promise<string | undefined>) | undefined;
   /** The agent's own process key (SVC_PROCESS_KEY): its credential for the daemon's GET /svc/metrics. */
@@ -118,6 +125,17 @@ function markForwarded(req: IncomingMessage, agentKey: string | undefined): void
   else delete req.headers['x-forwarded-host'];
 }
 
+/** An HTTPS agent whose connections go to the Unix socket `link` (TLS as usual), or a plain one. */
+function linkedAgent(link: string | undefined, options: AgentOptions_): HttpsAgent {
+  if (link === undefined) return new HttpsAgent(options);
+  return new (class extends HttpsAgent {
+    // Node's Agent uses a returned socket as the connection (the callback is for async creation).
+    override createConnection(connect: TlsConnectionOptions): Duplex {
+      return tlsConnect({ ...connect, path: link });
+    }
+  })(options);
+}
+
 export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   const { limits, log } = options;
   // Counters exist only with the exporter on (nobody could read them otherwise); prom-client is loaded then.
@@ -127,7 +145,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
 
   // Upstream TLS verifies the daemon's certificate against the daemon's CA (or the system roots when
   // a configured certificate comes without a CA file). Bounded keep-alive pool.
-  const daemonAgent = new HttpsAgent({
+  const daemonAgent = linkedAgent(options.daemonLink, {
     keepAlive: true,
     maxSockets: 256,
     maxFreeSockets: 32,
@@ -183,7 +201,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   const server = createBoundedHttpsServer(options.tls, limits);
   const sockets = new Set<Socket>();
   // Counted from accept (the guard), TLS failures and handshake timeouts destroyed, idle closed.
-  guardTlsServer(server, { guard, listener: 'agent', log });
+  guardTlsServer(server, { guard, listener: 'agent', log, firstRequestMs: limits.handshakeTimeoutMs });
   server.on('connection', (socket: Socket) => {
     if (socket.destroyed) return; // refused by the guard
     sockets.add(socket);

@@ -277,6 +277,27 @@ export function decide(
   }
 }
 
+/**
+ * The part of `decide` that the head of a request settles (method, path, query, bearer): all of it
+ * for every rule but a run of a copy (`body-copy`), whose application is named in the body; of
+ * that one, the tombstone and the run permission itself, which both of its forms need. The REST
+ * transport calls it before reading a byte of the body (api/preflight.ts); the dispatcher still
+ * decides the whole rule on the full request. Throws SvcError to refuse.
+ */
+export function decideFromHead(
+  rule: AccessRule,
+  principal: Principal,
+  input: Omit<AccessInput, 'body'>,
+  resolver: AccessResolver,
+): void {
+  if (rule.kind === 'app' && rule.app.from === 'body-copy') {
+    refuseTombstoned(principal);
+    requirePermission(principal, rule.permission);
+    return;
+  }
+  decide(rule, principal, { ...input, body: undefined }, resolver);
+}
+
 function decideApp(
   rule: AccessRule & { kind: 'app' },
   principal: Principal,

@@ -800,6 +800,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
       const app = apps.get(name);
       return app === undefined ? undefined : view(app);
     },
+    definition: (name) => apps.get(name)?.def,
     access(name) {
       const app = apps.get(name);
       if (app === undefined) return undefined;
