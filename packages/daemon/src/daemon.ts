@@ -13,10 +13,8 @@ import { dirname, join } from 'node:path';
 import { bootstrapCredentials, loadCredentials } from '../../identity/src/credentials/bootstrap.ts';
 import { passwordFlowEnabled, readOidcFile } from '../../identity/src/provider/settings.ts';
 import { createDispatcher, type Authenticator } from './api/dispatcher.ts';
-import { createPreflight, type Preflight } from './api/preflight.ts';
 import { operations } from './api/operations/index.ts';
 import { Router } from './api/router.ts';
-import { STREAMED_UPLOAD_PATHS } from './api/operations/files.ts';
 import type { Services } from './api/services.ts';
 import type { ApiRequest, ApiResponse } from './api/types.ts';
 import { METRICS_READER_APP as AGENT_APP, type AccessResolver } from './auth/access-rules.ts';
@@ -210,8 +208,6 @@ export async function startDaemon(
   void ready.then((dispatch) => (readyDispatch = dispatch));
   const gate = (request: ApiRequest): Promise<ApiResponse> =>
     readyDispatch === undefined ? ready.then((dispatch) => dispatch(request)) : readyDispatch(request);
-  let resolvePreflight!: (preflight: Preflight) => void;
-  const preflightReady = new Promise<Preflight>((resolve) => (resolvePreflight = resolve));
   // svc-agent proves a relayed request with its own process key (transports/agent-relay.ts).
   const agentKey: { check?: (key: string) => boolean } = {};
   const checkAgentKey = (key: string): boolean => agentKey.check?.(key) ?? false;
@@ -219,13 +215,11 @@ export async function startDaemon(
   const { server: rest, guarded: restGuarded } = createRestServer({
     tls,
     dispatch: gate,
-    preflight: async (request) => (await preflightReady)(request),
     limits: config.limits,
     guard,
     budget,
     logger,
     checkAgentKey,
-    streamsBody: (method, path) => method === 'POST' && STREAMED_UPLOAD_PATHS.has(path),
   });
   // Set once the supervisor is up (below); until then frames still meet the dispatcher's check.
   const upgradeTarget: { check?: (header: string) => void } = {};
@@ -409,7 +403,6 @@ export async function startDaemon(
       connections.authenticated(connection, principal.id, principal.expiresAt),
   });
   agentKey.check = (key) => supervisor.verifyProcessKey(AGENT_APP, key) === 'ok';
-  resolvePreflight(createPreflight(router, auth, resolver));
   // At debug level every request is logged (method, path without query, status): the line an
   // operator turns on with POST /svc/config {"BaseConfig": {"LogLevel": "DEBUG"}}.
   const apiLog = logger.child({ component: 'api' });

@@ -1,4 +1,4 @@
-// The bearer check of RFC 6750 shared by the dispatcher and the REST preflight: parse the
+// The bearer check of RFC 6750 for the dispatcher (also on behalf of the forwarding gateway): parse the
 // Authorization header, verify the token, and build every 401 with its WWW-Authenticate challenge
 // (RFC 6750, RFC 9728) in one place.
 import { SvcError } from '@svc/protocol';

@@ -4,8 +4,10 @@
 import { SvcError } from '@svc/protocol';
 import {
   decide,
+  decideFromHead,
   decideWithoutBearer,
   needsBearer,
+  processKeyAppOf,
   type AccessResolver,
   type Grant,
 } from '../auth/access-rules.ts';
@@ -15,7 +17,14 @@ import type { Logger } from '../log/logger.ts';
 import { authenticateBearer, cachedBearerPrincipal, unauthorizedError } from './bearer.ts';
 import { errorResponse, parseJsonBody } from './responses.ts';
 import type { Router } from './router.ts';
-import type { ApiRequest, ApiResponse, Operation, OperationInput, PersistentConnection } from './types.ts';
+import type {
+  ApiRequest,
+  ApiResponse,
+  BodyAdmission,
+  Operation,
+  OperationInput,
+  PersistentConnection,
+} from './types.ts';
 import { validateBody, validateQuery } from './validate-input.ts';
 
 export interface Authenticator {
@@ -105,7 +114,7 @@ export function createDispatcher<S>(options: DispatcherOptions<S>): Dispatch {
       const access = operation.access;
       const connection = request.connection;
       const bearer = needsBearer(access, request.headers);
-      if (connection?.transport === 'wss' && connection.principalId === undefined && bearer)
+      if (connection?.bearerAtOpen === true && connection.principalId === undefined && bearer)
         // spec: a WSS session without a bearer is limited to the worker task RPC.
         throw unauthorized(
           request,
@@ -116,22 +125,22 @@ export function createDispatcher<S>(options: DispatcherOptions<S>): Dispatch {
       const principal = found instanceof Promise ? await found : found;
       if (operation.connection === 'persistent' && connection === undefined)
         throw persistentConnectionRequired();
-      // The rule sees the raw query (and the parsed JSON body only when it names the application),
-      // so that a caller who may not use the operation at all is refused (403) before the details
-      // of its input are judged (400).
-      const spec = operation.body;
-      if (spec?.kind === 'json' && spec.maxBytes !== undefined && request.body.byteLength > spec.maxBytes)
-        throw new SvcError('payload_too_large', `request body exceeds ${spec.maxBytes} bytes`);
-      const bodyNamesApp = access.kind === 'app' && access.app.from === 'body-copy';
-      let json = bodyNamesApp ? parseJsonBody(request.body) : undefined;
-      const raw: OperationInput = { params, query: request.query, body: json };
-      const grant: Grant =
-        principal === undefined
-          ? decideWithoutBearer(access, request, raw, resolver)
-          : decide(access, principal, raw, resolver);
-      if (principal === undefined && access.kind !== 'public') request.authenticated?.(); // a process key
-      if (!bodyNamesApp && operation.body?.kind === 'json') json = parseJsonBody(request.body);
-      const input = validateInput(operation, request, params, json);
+      // The access rule as far as the head decides it, before a byte of the body is read: it sees
+      // the raw query, so that a caller who may not use the operation at all is refused (403)
+      // before the details of its input are judged (400). A run of a copy names its application
+      // in the body: that rule is finished once the body is read.
+      const head = { params, query: request.query, body: undefined };
+      let grant: Grant | undefined;
+      if (principal === undefined) {
+        grant = decideWithoutBearer(access, request, head, resolver);
+        if (access.kind !== 'public') request.authenticated?.(); // a process key
+      } else grant = decideFromHead(access, principal, head, resolver);
+      const bytes = readsBody(operation, request)
+        ? await request.body.bytes(admissionOf(operation, params, principal))
+        : NO_BYTES;
+      const json = operation.body?.kind === 'json' ? parseJsonBody(bytes) : undefined;
+      grant ??= decide(access, principal!, { ...head, body: json }, resolver);
+      const input = validateInput(operation, request, params, json, bytes);
       return await operation.handle({ request, params, input, principal, grant, services });
     } catch (error) {
       if (error instanceof SvcError) return errorResponse(error);
@@ -139,6 +148,31 @@ export function createDispatcher<S>(options: DispatcherOptions<S>): Dispatch {
       return errorResponse(new SvcError('internal', 'internal error', { cause: error }));
     }
   };
+}
+
+const NO_BYTES = new Uint8Array(0);
+
+/**
+ * Whether the dispatcher reads the request's body (after the access rule, within the operation's
+ * bound and the payer's budget): whenever there is one, also for an operation that takes none (as
+ * any HTTP body is, so that the connection stays usable), except for one that streams it itself.
+ */
+function readsBody<S>(operation: Operation<S>, request: ApiRequest): boolean {
+  const spec = operation.body;
+  return request.body.declaredLength !== 0 && !(spec?.kind === 'raw' && spec.stream === true);
+}
+
+/** Who pays for the body and how much it may be: the principal, or the process key's application. */
+function admissionOf<S>(
+  operation: Operation<S>,
+  params: Readonly<Record<string, string>>,
+  principal: Principal | undefined,
+): BodyAdmission {
+  const spec = operation.body;
+  const maxBytes = spec?.kind === 'json' ? spec.maxBytes : undefined;
+  if (principal !== undefined) return { authenticated: true, payer: principal.id, maxBytes };
+  const app = processKeyAppOf(operation.access, params);
+  return app === undefined ? { authenticated: false, maxBytes } : { authenticated: true, payer: `process:${app}`, maxBytes };
 }
 
 export function persistentConnectionRequired(): SvcError {
@@ -153,10 +187,10 @@ function validateInput<S>(
   request: ApiRequest,
   params: Readonly<Record<string, string>>,
   json: unknown,
+  bytes: Uint8Array,
 ): OperationInput {
   const query = validateQuery(operation.query, request.query);
   const spec = operation.body;
-  const body =
-    spec?.kind === 'json' ? validateBody(spec, json) : spec?.kind === 'raw' ? request.body : undefined;
+  const body = spec?.kind === 'json' ? validateBody(spec, json) : spec?.kind === 'raw' ? bytes : undefined;
   return { params, query, body };
 }

@@ -1,5 +1,6 @@
 // Transport-neutral request and response. REST, WSS and TCP each translate to and from these and
 // call the one dispatcher (api/dispatcher.ts); no operation knows which transport carried it.
+import type { Readable } from 'node:stream';
 import type { Response as WireResponse } from '@svc/protocol';
 import type * as z from 'zod';
 import type { AccessRule, Grant } from '../auth/access-rules.ts';
@@ -10,7 +11,13 @@ export type TransportKind = 'rest' | 'wss' | 'tcp';
 /** A persistent connection (TCP or WSS). Plain HTTP requests have none. */
 export interface PersistentConnection {
   readonly id: string;
+  /** For metrics and logs; nothing decides on it (the capabilities below say what differs). */
   readonly transport: Exclude<TransportKind, 'rest'>;
+  /**
+   * The bearer is presented when the connection opens (WSS, at the upgrade) and frames only repeat
+   * it: a connection opened without one may only use the worker task RPC (spec).
+   */
+  readonly bearerAtOpen?: boolean | undefined;
   /** Queue a server push. Returns false when the connection is closed or its queue is full. */
   push(message: WireResponse): boolean;
   /** Register a callback run once when the connection closes. */
@@ -23,14 +30,52 @@ export interface PersistentConnection {
   /** The principal pinned at upgrade/first authenticated request (spec: client token contract). */
   principalId: string | undefined;
   /**
-   * TCP only (App Mesh 3.0's file side channel): the frames that follow, up to an empty one, are
-   * raw bytes written to `target` (ended at the empty frame, destroyed if the connection closes);
-   * later frames wait until `done` settles.
+   * App Mesh 3.0's file side channel, on connections that carry raw frames (TCP): a file is
+   * received as the frames that follow a request, and sent as the frames that follow an answer
+   * (`ApiResponse.rawFrames`), each ended by an empty frame.
    */
-  receiveRawFrames?(
-    target: NodeJS.WritableStream & { destroy(error?: Error): void },
-    done?: Promise<unknown>,
-  ): void;
+  readonly rawFrames?: RawFrameChannel | undefined;
+}
+
+export interface RawFrameChannel {
+  /**
+   * The frames that follow, up to an empty one, are raw bytes written to `target` (ended at the
+   * empty frame, destroyed if the connection closes); later frames wait until `done` settles.
+   */
+  receive(target: NodeJS.WritableStream & { destroy(error?: Error): void }, done?: Promise<unknown>): void;
+}
+
+/**
+ * What the dispatcher allows a request's body once the access rule has let the request through:
+ * the transport then reads it within these bounds (REST: from the declared length, before a byte
+ * is read; TCP and WSS: the message is in memory already, its frame paid for from its header).
+ */
+export interface BodyAdmission {
+  /** The request proved a bearer or a process key (REST: `limits.max_body_bytes`, else 1 MiB). */
+  readonly authenticated: boolean;
+  /**
+   * Who pays for the body in the in-flight budget (transports/inflight-budget.ts): a principal
+   * id, or `process:<app>` for a process key; undefined: the caller's address.
+   */
+  readonly payer?: string | undefined;
+  /** The operation reads at most this many bytes (BodySpec.maxBytes), when it says so. */
+  readonly maxBytes?: number | undefined;
+}
+
+/**
+ * A request's body, read only when the dispatcher asks for it: after routing, authentication and
+ * the access rule as far as the head decides it, so that a refused request reads no body.
+ */
+export interface RequestBody {
+  /** The length the peer announced (Content-Length, or the message's); undefined when chunked. */
+  readonly declaredLength: number | undefined;
+  /** The whole body within `admission`; SvcError 413 or 429 (nothing read) when it does not fit. */
+  bytes(admission: BodyAdmission): Promise<Uint8Array>;
+  /**
+   * The body as a stream, never held whole (file upload): the REST request as it arrives, or the
+   * one message of TCP and WSS. Not counted against the in-flight budget (nothing is held).
+   */
+  stream(): NodeJS.ReadableStream;
 }
 
 export interface ApiRequest {
@@ -41,12 +86,9 @@ export interface ApiRequest {
   readonly query: Readonly<Record<string, string>>;
   /** Header names lower-cased. */
   readonly headers: Readonly<Record<string, string>>;
-  readonly body: Uint8Array;
-  /**
-   * REST only, for operations whose body is streamed (file upload): the request body, not read yet
-   * (`body` is then empty). Undefined on every other request.
-   */
-  readonly bodyStream?: NodeJS.ReadableStream | undefined;
+  /** Not read yet: the dispatcher asks for it after the access rule (RequestBody). */
+  readonly body: RequestBody;
+  /** For metrics and logs; operations and the dispatcher never decide on it. */
   readonly transport: TransportKind;
   /**
    * Remote address (no port): the socket's, or the client's when svc-agent relayed the request
@@ -74,13 +116,14 @@ export interface ApiResponse {
    */
   bodyParts?: readonly Uint8Array[] | undefined;
   /**
-   * REST only (file download): the body as a stream, sent after the headers instead of `body`;
-   * `headers['content-length']` says its length. Operations never return it on TCP or WSS.
+   * The body as a stream (file download), instead of `body`; `headers['content-length']` says its
+   * length. REST sends it as it comes; TCP and WSS carry it in one message, up to
+   * `limits.max_body_bytes` (413 above, from the length, without reading it).
    */
-  stream?: NodeJS.ReadableStream | undefined;
+  stream?: Readable | undefined;
   /**
-   * TCP only (App Mesh 3.0's file side channel): raw frames written after this response, then an
-   * empty frame.
+   * Raw frames written after this response, then an empty frame (App Mesh 3.0's file side
+   * channel; only on a connection with `rawFrames`).
    */
   rawFrames?: AsyncIterable<Uint8Array> | undefined;
 }
@@ -103,8 +146,11 @@ export type BodySpec =
        */
       readonly maxBytes?: number;
     }
-  /** Any content type, handed to the handler as bytes (task payloads and results). */
-  | { readonly kind: 'raw'; readonly description: string };
+  /**
+   * Any content type, handed to the handler as bytes (task payloads and results); with `stream`
+   * not read by the dispatcher at all: the handler reads `request.body.stream()` (file upload).
+   */
+  | { readonly kind: 'raw'; readonly description: string; readonly stream?: true };
 
 /** One documented answer of an operation; the first of `responses` is its success. */
 export type ResponseSpec =

@@ -198,6 +198,16 @@ export function appNameOf(rule: AccessRule, input: AccessInput): string | undefi
   return name;
 }
 
+/**
+ * The application whose process key decides a request without a bearer (`process-key`, and a
+ * `permission` rule open to svc-agent's key); undefined for a rule no key decides.
+ */
+export function processKeyAppOf(rule: AccessRule, params: Readonly<Record<string, string>>): string | undefined {
+  if (rule.kind === 'process-key') return rule.app === 'agent' ? METRICS_READER_APP : params['name'];
+  if (rule.kind === 'permission' && rule.orProcessKeyOf !== undefined) return METRICS_READER_APP;
+  return undefined;
+}
+
 /** Decide a request that needs no bearer (public, process-key). Throws SvcError to refuse. */
 export function decideWithoutBearer(
   rule: AccessRule,
@@ -211,17 +221,13 @@ export function decideWithoutBearer(
     if (resolver.service(name)) return NO_GRANT;
     throw appNotFound(name);
   }
-  if (rule.kind === 'permission' && rule.orProcessKeyOf !== undefined) {
-    authenticateWorker(request, METRICS_READER_APP, (name, key) => resolver.verifyProcessKey(name, key));
-    return NO_GRANT;
-  }
-  if (rule.kind !== 'process-key') throw new SvcError('unauthorized', 'a bearer token is required');
-  if (rule.app === 'agent' && request.headers[PROCESS_KEY_HEADER] === undefined)
+  const app = processKeyAppOf(rule, input.params);
+  if (app === undefined) throw new SvcError('unauthorized', 'a bearer token is required');
+  if (rule.kind === 'process-key' && rule.app === 'agent' && request.headers[PROCESS_KEY_HEADER] === undefined)
     throw new SvcError(
       'forbidden',
       "GET /svc/metrics is served to svc-agent only; scrape the agent's Prometheus exporter (SVC_METRICS_PORT)",
     );
-  const app = rule.app === 'agent' ? METRICS_READER_APP : input.params['name']!;
   authenticateWorker(request, app, (name, key) => resolver.verifyProcessKey(name, key));
   return NO_GRANT;
 }
@@ -280,22 +286,22 @@ export function decide(
 /**
  * The part of `decide` that the head of a request settles (method, path, query, bearer): all of it
  * for every rule but a run of a copy (`body-copy`), whose application is named in the body; of
- * that one, the tombstone and the run permission itself, which both of its forms need. The REST
- * transport calls it before reading a byte of the body (api/preflight.ts); the dispatcher still
- * decides the whole rule on the full request. Throws SvcError to refuse.
+ * that one, the tombstone and the run permission itself, which both of its forms need. The
+ * dispatcher calls it before a byte of the body is read, and for `body-copy` (undefined here)
+ * `decide` once the body is read. Throws SvcError to refuse.
  */
 export function decideFromHead(
   rule: AccessRule,
   principal: Principal,
-  input: Omit<AccessInput, 'body'>,
+  input: AccessInput & { readonly body: undefined },
   resolver: AccessResolver,
-): void {
+): Grant | undefined {
   if (rule.kind === 'app' && rule.app.from === 'body-copy') {
     refuseTombstoned(principal);
     requirePermission(principal, rule.permission);
-    return;
+    return undefined;
   }
-  decide(rule, principal, { ...input, body: undefined }, resolver);
+  return decide(rule, principal, input, resolver);
 }
 
 function decideApp(

@@ -347,24 +347,3 @@ export async function downloadAs(
   stream.once('close', transfer.kill);
   return { meta: parseMeta(header), stream, cancel: transfer.kill };
 }
-
-/** Read a whole file of at most `limit` bytes (TCP and WSS carry the body in one message). */
-export async function readFileAs(
-  users: UserSwitch,
-  user: OsIdentity | undefined,
-  target: TransferTarget,
-  limit: number,
-): Promise<{ meta: FileMeta; body: Uint8Array }> {
-  const opened = await downloadAs(users, user, target);
-  const { meta, stream } = opened;
-  if (meta.size > limit) {
-    opened.cancel();
-    throw new SvcError(
-      'payload_too_large',
-      `the file has ${meta.size} bytes; over TCP and WSS at most ${limit} (use REST, which streams)`,
-    );
-  }
-  const chunks: Buffer[] = [];
-  for await (const chunk of stream) chunks.push(chunk as Buffer);
-  return { meta, body: Buffer.concat(chunks) };
-}

@@ -90,15 +90,20 @@ export class Forwarder {
     });
     if (decision.kind === 'local') return undefined;
     const connection = request.connection;
-    if (connection?.transport === 'wss' && connection.principalId === undefined)
+    if (connection?.bearerAtOpen === true && connection.principalId === undefined)
       // spec: a WSS session without a bearer is limited to the worker task RPC, never forwarded.
       throw context.unauthorized(
         request,
         'this WSS session has no bearer; it may only use the worker task RPC',
       );
-    // The bearer is checked here, before any connection to the target is opened.
+    // The bearer is checked here, before any connection to the target is opened and before a byte
+    // of the body is read (within the limits of the bearer's principal, or of an anonymous caller).
     const principal = decision.authenticate ? await context.authenticate(request) : undefined;
-    const wire = forwardedRequest(request);
+    const body =
+      request.body.declaredLength === 0
+        ? new Uint8Array(0)
+        : await request.body.bytes({ authenticated: principal !== undefined, payer: principal?.id });
+    const wire = forwardedRequest(request, body);
     const answer =
       decision.channel === 'session' && connection !== undefined && decision.subscription !== undefined
         ? await this.#sessions.send(connection, decision.target, wire, decision.subscription)

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { SvcError } from '@svc/protocol';
-import type { ApiRequest } from '../api/types.ts';
+import type { PersistentConnection } from '../api/types.ts';
 import {
   decideForward,
   disconnectedPush,
@@ -18,12 +18,22 @@ const protectedRoute: RouteInfo = {
   access: { kind: 'permission', permission: 'app-view-all' },
 };
 
+/** A TCP or WSS client's connection (only its presence matters to the gateway). */
+const persistent: PersistentConnection = {
+  id: 'c',
+  transport: 'tcp',
+  principalId: undefined,
+  push: () => true,
+  onClose: () => undefined,
+  close: () => undefined,
+};
+
 function input(
   headers: Record<string, string>,
   route: RouteInfo | undefined = protectedRoute,
   extra: Partial<DecideInput['request']> = {},
 ): DecideInput {
-  return { request: { method: 'GET', headers, query: {}, transport: 'tcp', ...extra }, route, targets, self };
+  return { request: { method: 'GET', headers, query: {}, connection: persistent, ...extra }, route, targets, self };
 }
 
 function refusal(decide: () => unknown): string {
@@ -100,12 +110,12 @@ describe('decideForward', () => {
       channel: 'session',
       subscription: 'subscribe',
     });
-    expect(decideForward(input(header, unsubscribe, { method: 'DELETE', transport: 'wss' }))).toMatchObject({
+    expect(decideForward(input(header, unsubscribe, { method: 'DELETE', connection: persistent }))).toMatchObject({
       channel: 'session',
       subscription: 'unsubscribe',
     });
     expect(
-      refusal(() => decideForward(input(header, subscribe, { method: 'POST', transport: 'rest' }))),
+      refusal(() => decideForward(input(header, subscribe, { method: 'POST', connection: undefined }))),
     ).toBe('persistent_connection_required');
     const register: RouteInfo = { operationId: 'registerApplication', access: subscribe.access };
     expect(decideForward(input(header, register, { method: 'PUT' }))).toMatchObject({ channel: 'pool' });
@@ -115,7 +125,7 @@ describe('decideForward', () => {
     expect(
       refusal(() =>
         decideForward(
-          input(header, register, { method: 'PUT', query: { subscribe_events: '' }, transport: 'rest' }),
+          input(header, register, { method: 'PUT', query: { subscribe_events: '' }, connection: undefined }),
         ),
       ),
     ).toBe('persistent_connection_required');
@@ -123,7 +133,7 @@ describe('decideForward', () => {
 });
 
 describe('forwardedRequest', () => {
-  const request: ApiRequest = {
+  const request: Parameters<typeof forwardedRequest>[0] = {
     method: 'PUT',
     path: '/svc/app/x',
     query: { subscribe_events: 'ALL' },
@@ -136,14 +146,11 @@ describe('forwardedRequest', () => {
       'content-type': 'application/json',
       'x-custom': 'kept',
     },
-    body: Buffer.from('{}'),
-    transport: 'rest',
     remoteAddress: '10.0.0.7',
-    connection: undefined,
   };
 
   it('drops X-Target-Host and hop headers, keeps the bearer, adds X-Forwarded-For', () => {
-    const wire = forwardedRequest(request);
+    const wire = forwardedRequest(request, Buffer.from('{}'));
     expect(wire).toMatchObject({
       request_uri: '/svc/app/x',
       http_method: 'PUT',
@@ -166,7 +173,7 @@ describe('forwardedRequest', () => {
   });
 
   it('appends to an existing X-Forwarded-For', () => {
-    const wire = forwardedRequest({ ...request, headers: { 'x-forwarded-for': '192.0.2.1' } });
+    const wire = forwardedRequest({ ...request, headers: { 'x-forwarded-for': '192.0.2.1' } }, Buffer.from('{}'));
     expect(wire.headers['x-forwarded-for']).toBe('192.0.2.1, 10.0.0.7');
   });
 });

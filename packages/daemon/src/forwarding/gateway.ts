@@ -57,7 +57,7 @@ export type ForwardDecision =
     };
 
 export interface DecideInput {
-  request: Pick<ApiRequest, 'method' | 'headers' | 'query' | 'transport'>;
+  request: Pick<ApiRequest, 'method' | 'headers' | 'query' | 'connection'>;
   route: RouteInfo | undefined;
   targets: ForwardTargetProvider;
   self: SelfIdentity;
@@ -104,7 +104,7 @@ export function decideForward({ request, route, targets, self }: DecideInput): F
       `X-Target-Host ${JSON.stringify(header.slice(0, 64))} is not an allowed forward target`,
     );
   const subscription = subscriptionKind(request, route);
-  if (subscription !== undefined && request.transport === 'rest')
+  if (subscription !== undefined && request.connection === undefined)
     throw new SvcError(
       'persistent_connection_required',
       'subscriptions need a persistent connection (TCP or WSS), also when forwarded',
@@ -160,7 +160,10 @@ const HOP_HEADERS = new Set([
  * The request as the target receives it: X-Target-Host removed (no loops), the bearer kept, and
  * the original client address appended to X-Forwarded-For (a target trusts no process key then).
  */
-export function forwardedRequest(request: ApiRequest): WireRequest {
+export function forwardedRequest(
+  request: Pick<ApiRequest, 'method' | 'path' | 'query' | 'headers' | 'remoteAddress'>,
+  body: Uint8Array,
+): WireRequest {
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(request.headers))
     if (!HOP_HEADERS.has(name)) headers[name] = value;
@@ -176,7 +179,7 @@ export function forwardedRequest(request: ApiRequest): WireRequest {
     client_addr: request.remoteAddress,
     headers,
     query: { ...request.query },
-    body: request.body,
+    body,
   };
 }
 

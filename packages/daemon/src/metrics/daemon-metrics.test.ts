@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Router } from '../api/router.ts';
+import { EMPTY_BODY } from '../api/request-body.ts';
 import type { ApiRequest, ApiResponse, Operation } from '../api/types.ts';
 import type { AppView, SupervisorApi, SupervisorEvent } from '../supervisor/types.ts';
 import { DaemonMetrics } from './daemon-metrics.ts';
@@ -24,7 +25,7 @@ const request = (path: string): ApiRequest => ({
   path,
   query: {},
   headers: {},
-  body: new Uint8Array(),
+  body: EMPTY_BODY,
   transport: 'rest',
   remoteAddress: '127.0.0.1',
   connection: undefined,

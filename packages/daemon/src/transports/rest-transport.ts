@@ -7,7 +7,6 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { SvcError } from '@svc/protocol';
 import type { Dispatch } from '../api/dispatcher.ts';
-import { isPreflightPass, type Preflight, type PreflightPass } from '../api/preflight.ts';
 import { bodyLength } from '../api/app-listing.ts';
 import { errorResponse } from '../api/responses.ts';
 import type { ApiResponse } from '../api/types.ts';
@@ -26,23 +25,16 @@ import {
 } from './connection-deadlines.ts';
 import { splitTarget } from './http-target.ts';
 import type { InflightBudget } from './inflight-budget.ts';
-import { preAuthFrameBytes } from './wire-session.ts';
+import { RestBody } from './rest-body.ts';
 
 export interface RestTransportOptions {
   tls: TlsMaterial;
   dispatch: Dispatch;
-  /** Checked on method, path, query and headers before any body is read (api/preflight.ts). */
-  preflight: Preflight;
   limits: Limits;
   guard: ConnectionGuard;
-  /** Pays for request bodies before they are read (inflight-budget.ts). */
+  /** Pays for request bodies before they are read (inflight-budget.ts, rest-body.ts). */
   budget: InflightBudget;
   logger: Logger;
-  /**
-   * Requests whose body the operation streams (file upload): the transport hands the unread body
-   * over as `bodyStream` instead of buffering it (and applies no body-size limit to it).
-   */
-  streamsBody?: (method: string, path: string) => boolean;
   /** Recognises svc-agent's key on relayed requests (agent-relay.ts). */
   checkAgentKey?: AgentKeyCheck;
 }
@@ -91,15 +83,11 @@ export function createRestServer(options: RestTransportOptions): { server: Serve
   );
   closeIdleHttpConnections(server, limits.idleTimeoutMs);
 
-  // `Expect: 100-continue` (curl sends it for large bodies): refuse an oversized body before the
-  // client sends it; otherwise handle the request as usual, and ask for the body (100) once the
-  // bearer and the size are accepted.
+  // `Expect: 100-continue` (curl sends it for large bodies): handled as any request; the client is
+  // asked for the body (100) only when the dispatcher reads it (rest-body.ts), so a refusal or an
+  // oversized body is answered before the client sends a byte of it.
   const awaitingContinue = new WeakSet<ServerResponse>();
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
-    if (Number(req.headers['content-length'] ?? 0) > limits.maxBodyBytes && !streamed(req)) {
-      send(res, tooLarge(limits.maxBodyBytes));
-      return;
-    }
     awaitingContinue.add(res);
     server.emit('request', req, res);
   });
@@ -112,16 +100,6 @@ export function createRestServer(options: RestTransportOptions): { server: Serve
       else res.destroy();
     });
   });
-
-  /** A streamed-body request (not when forwarded: the forwarder sends a buffered body on). */
-  function streamed(req: IncomingMessage): boolean {
-    if (options.streamsBody === undefined || req.headers['x-target-host'] !== undefined) return false;
-    try {
-      return options.streamsBody(req.method ?? 'GET', splitTarget(req.url ?? '/').path);
-    } catch {
-      return false;
-    }
-  }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const method = req.method ?? 'GET';
@@ -151,81 +129,30 @@ export function createRestServer(options: RestTransportOptions): { server: Serve
     for (const [key, value] of Object.entries(req.headers)) {
       if (value !== undefined) headers[key] = Array.isArray(value) ? value.join(', ') : value;
     }
-    // The bearer (or the route's openness) is settled before a byte of a body is buffered; a
-    // request without a body goes straight to the dispatcher, which checks the same.
-    const hasBody =
-      req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
-    const verdict = hasBody
-      ? await options.preflight({
-          method,
-          path: target.path,
-          query: target.query,
-          headers,
-          remoteAddress: peer.address,
-          relayedByAgent: peer.relayedByAgent,
-        })
-      : FULL;
-    if (!isPreflightPass(verdict)) {
-      discard(req, res);
-      send(res, verdict);
-      return;
-    }
-    // Everything of the request but its body, as the dispatcher takes it.
-    const request = {
-      method,
-      path: target.path,
-      query: target.query,
-      headers,
-      transport: 'rest' as const,
-      remoteAddress: peer.address,
-      relayedByAgent: peer.relayedByAgent,
-      connection: undefined,
-      authenticated: (): void => guarded.slotOf(req.socket)?.establish(),
-    };
-    if (streamed(req)) {
-      // File upload: the operation reads the body as a stream (never buffered whole).
-      const response = await dispatch({ ...request, body: new Uint8Array(0), bodyStream: req });
-      await respond(res, response);
-      if (!req.readableEnded) discard(req, res); // refused before the body was read
-      return;
-    }
-    const bodyLimit = Math.min(
-      verdict.body === 'full' ? limits.maxBodyBytes : preAuthFrameBytes(limits),
-      verdict.maxBytes ?? Number.MAX_SAFE_INTEGER,
-    );
-    const declared = Number(req.headers['content-length'] ?? 0);
-    // Too large: answer at once and discard the rest of the body (bounded by the request timeout)
-    // instead of closing on unread data, which would reset the connection before the client can
-    // read the 413.
-    if (declared > bodyLimit) {
-      discard(req, res);
-      send(res, tooLarge(bodyLimit));
-      return;
-    }
-    // The body's bytes are paid for before they are read: its declared length, or the limit when
-    // it comes chunked. No room: 429 at once, nothing read.
-    const reservation = hasBody
-      ? budget.tryReserve(
-          { principal: verdict.principalId, address: peer.address },
-          declared > 0 ? declared : bodyLimit,
-        )
-      : undefined;
-    if (hasBody && reservation === undefined) {
-      discard(req, res);
-      send(res, busy(verdict));
-      return;
-    }
+    const body = new RestBody(req, res, {
+      limits,
+      budget,
+      address: peer.address,
+      awaitingContinue: awaitingContinue.has(res),
+    });
     try {
-      if (awaitingContinue.has(res)) res.writeContinue();
-      const body = await readBody(req, bodyLimit);
-      if (body === undefined) {
-        send(res, tooLarge(bodyLimit));
-        return;
-      }
-      const response = await dispatch({ ...request, body });
+      const response = await dispatch({
+        method,
+        path: target.path,
+        query: target.query,
+        headers,
+        body,
+        transport: 'rest',
+        remoteAddress: peer.address,
+        relayedByAgent: peer.relayedByAgent,
+        connection: undefined,
+        authenticated: (): void => guarded.slotOf(req.socket)?.establish(),
+      });
+      // Answered without (all of) its body: refused, too large, or not needed.
+      if (body.unread) discard(req, res);
       await respond(res, response);
     } finally {
-      reservation?.release();
+      body.release();
     }
   }
 
@@ -241,51 +168,6 @@ function discard(req: IncomingMessage, res: ServerResponse): void {
   res.shouldKeepAlive = false;
   req.resume();
   lingerAfterLastAnswer(req.socket);
-}
-
-const FULL: PreflightPass = { body: 'full' };
-
-function busy(pass: PreflightPass): ApiResponse {
-  const who = pass.principalId === undefined ? 'this address' : 'this principal';
-  return errorResponse(
-    new SvcError('too_many_connections', `too many request bodies in flight for ${who}; retry when they are answered`),
-  );
-}
-
-function tooLarge(limit: number): ApiResponse {
-  return errorResponse(new SvcError('payload_too_large', `request body exceeds ${limit} bytes`));
-}
-
-/** Reads the body up to `limit` bytes; undefined when it is larger (the rest is not buffered). */
-function readBody(req: IncomingMessage, limit: number): Promise<Uint8Array | undefined> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let settled = false;
-    req.on('data', (chunk: Buffer) => {
-      if (settled) return;
-      size += chunk.length;
-      if (size > limit) {
-        settled = true;
-        chunks.length = 0;
-        resolve(undefined);
-        return;
-      }
-      chunks.push(chunk);
-    });
-    req.on('end', () => {
-      if (!settled) {
-        settled = true;
-        resolve(Buffer.concat(chunks, size));
-      }
-    });
-    req.on('error', (error) => {
-      if (!settled) {
-        settled = true;
-        reject(error);
-      }
-    });
-  });
 }
 
 function send(res: ServerResponse, response: ApiResponse): void {

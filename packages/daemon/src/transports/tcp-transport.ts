@@ -58,6 +58,8 @@ export function createTcpServer(options: TcpTransportOptions): Server {
     const hold = turnWriteBatch(socket);
     const session: WireSession = new WireSession({
       transport: 'tcp',
+      rawFrames: true,
+      maxStreamedBodyBytes: limits.maxBodyBytes,
       remoteAddress: remote,
       dispatch: options.dispatch,
       logger,

@@ -2,6 +2,7 @@
 import type { SvcError } from '@svc/protocol';
 import { type Request, type Response } from '@svc/protocol';
 import type { ApiRequest, ApiResponse, PersistentConnection } from '../api/types.ts';
+import { MessageBody } from '../api/request-body.ts';
 import { errorResponse } from '../api/responses.ts';
 import { splitTarget } from './http-target.ts';
 
@@ -26,7 +27,7 @@ export function toApiRequest(
     path,
     query,
     headers: lowerCaseNames(message.headers),
-    body: message.body,
+    body: new MessageBody(message.body),
     transport: connection.transport,
     remoteAddress,
     relayedByAgent,

@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { MessageError, decodeRequest, encodeResponse, encodeResponseParts, type Response } from '@svc/protocol';
 import { SvcError } from '@svc/protocol';
 import type { Dispatch } from '../api/dispatcher.ts';
-import type { PersistentConnection } from '../api/types.ts';
+import type { ApiResponse, PersistentConnection, RawFrameChannel } from '../api/types.ts';
 import type { Logger } from '../log/logger.ts';
 import { hasProcessKey, processKeyApp } from '../tasks/worker-auth.ts';
 import { IdleDeadline } from './connection-deadlines.ts';
@@ -48,6 +48,15 @@ export interface WireSink {
 
 export interface WireSessionOptions {
   transport: 'tcp' | 'wss';
+  /** The bearer comes with the upgrade only (WSS): PersistentConnection.bearerAtOpen. */
+  bearerAtOpen?: boolean;
+  /** The connection carries App Mesh 3.0's raw file frames (TCP): PersistentConnection.rawFrames. */
+  rawFrames?: boolean;
+  /**
+   * The largest streamed answer (file download) carried in one message (`limits.max_body_bytes`);
+   * a larger one is refused 413 from its length, unread.
+   */
+  maxStreamedBodyBytes: number;
   remoteAddress: string;
   /** svc-agent relayed this session and proved it (agent-relay.ts); remoteAddress is its client. */
   relayedByAgent?: boolean;
@@ -72,6 +81,8 @@ export interface WireSessionOptions {
 export class WireSession implements PersistentConnection {
   readonly id = randomUUID();
   readonly transport: 'tcp' | 'wss';
+  readonly bearerAtOpen: boolean;
+  readonly rawFrames: RawFrameChannel | undefined;
   principalId: string | undefined = undefined;
   readonly #options: WireSessionOptions;
   readonly #closeCallbacks: (() => void)[] = [];
@@ -82,7 +93,7 @@ export class WireSession implements PersistentConnection {
   #ending = false;
   #authenticatedSeen = false;
   readonly #idle: IdleDeadline | undefined;
-  /** Where raw file frames go while a side-channel upload runs (receiveRawFrames). */
+  /** Where raw file frames go while a side-channel upload runs (rawFrames.receive). */
   #raw: (NodeJS.WritableStream & { destroy(error?: Error): void }) | undefined;
   /** Settles when the side-channel upload was committed; frames after its end wait for it. */
   #rawDone: Promise<unknown> | undefined;
@@ -92,6 +103,8 @@ export class WireSession implements PersistentConnection {
   constructor(options: WireSessionOptions) {
     this.#options = options;
     this.transport = options.transport;
+    this.bearerAtOpen = options.bearerAtOpen === true;
+    this.rawFrames = options.rawFrames === true ? { receive: (target, done) => this.#receiveRaw(target, done) } : undefined;
     const idleMs = options.idleTimeoutMs;
     this.#idle =
       idleMs === undefined
@@ -173,10 +186,7 @@ export class WireSession implements PersistentConnection {
     });
   }
 
-  receiveRawFrames(
-    target: NodeJS.WritableStream & { destroy(error?: Error): void },
-    done?: Promise<unknown>,
-  ): void {
+  #receiveRaw(target: NodeJS.WritableStream & { destroy(error?: Error): void }, done?: Promise<unknown>): void {
     this.#raw = target;
     this.#rawDone = done;
   }
@@ -240,7 +250,9 @@ export class WireSession implements PersistentConnection {
         inherit['authorization'] === undefined && inherit['x-target-host'] === undefined
           ? request
           : { ...request, headers: { ...request.headers, ...inherit } };
-      const answer = await this.#options.dispatch(withUpgrade);
+      const dispatched = await this.#options.dispatch(withUpgrade);
+      const answer =
+        dispatched.stream === undefined ? dispatched : await inOneMessage(dispatched, this.#options.maxStreamedBodyBytes);
       rawFrames = answer.rawFrames;
       bodyParts = answer.bodyParts;
       response = toWireResponse(message, answer);
@@ -300,4 +312,24 @@ export class WireSession implements PersistentConnection {
       }
     }
   }
+}
+
+/**
+ * A streamed answer (a file download: the only one) as one message: refused 413 from its length when it is larger
+ * than `limit` (the stream is destroyed unread), else read whole.
+ */
+async function inOneMessage(answer: ApiResponse, limit: number): Promise<ApiResponse> {
+  const stream = answer.stream!;
+  const { 'content-length': length, ...headers } = answer.headers;
+  const size = Number(length);
+  if (!(size <= limit)) {
+    stream.destroy();
+    throw new SvcError(
+      'payload_too_large',
+      `the file has ${length} bytes; over TCP and WSS at most ${limit} (use REST, which streams)`,
+    );
+  }
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(chunk as Buffer);
+  return { ...answer, headers, body: Buffer.concat(chunks), stream: undefined };
 }

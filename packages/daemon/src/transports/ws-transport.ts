@@ -176,6 +176,8 @@ export function attachWsTransport(server: Server, options: WsTransportOptions): 
       const hold = raw === undefined ? undefined : turnWriteBatch(raw);
       const session = new WireSession({
         transport: 'wss',
+        bearerAtOpen: true,
+        maxStreamedBodyBytes: limits.maxBodyBytes,
         remoteAddress: remote,
         relayedByAgent: peer.relayedByAgent,
         dispatch: options.dispatch,

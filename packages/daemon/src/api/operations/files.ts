@@ -1,7 +1,9 @@
 // File transfer (App Mesh 3.0's /file/upload and /file/download; CONTRACT §5): the target path in
-// X-File-Path, attributes in X-File-Mode / X-File-User / X-File-Group. Over REST the body streams
-// both ways (never buffered whole); over TCP and WSS it travels in one message, so it is bounded by
-// the frame size (upload) and limits.max_body_bytes (download). Which paths are allowed:
+// X-File-Path, attributes in X-File-Mode / X-File-User / X-File-Group. The body is read as a
+// stream and the file answered as one, whatever the transport: over REST both stream (never held
+// whole); TCP and WSS carry each in one message, bounded by the frame size (upload) and
+// limits.max_body_bytes (download). A connection with App Mesh 3.0's raw-frame side channel (TCP)
+// carries the file in raw frames instead when the client asks for it. Which paths are allowed:
 // files/file-policy.ts; the file system work runs as the caller's execution user:
 // files/file-transfer.ts.
 import { realpath } from 'node:fs/promises';
@@ -10,13 +12,7 @@ import { PassThrough } from 'node:stream';
 import { SvcError } from '@svc/protocol';
 import { INSTALL_ROOT } from '../../config/config.ts';
 import { attributesOf, checkTransferPath, filePathOf, type TransferPolicy } from '../../files/file-policy.ts';
-import {
-  downloadAs,
-  readFileAs,
-  uploadAs,
-  type FileMeta,
-  type TransferTarget,
-} from '../../files/file-transfer.ts';
+import { downloadAs, uploadAs, type FileMeta, type TransferTarget } from '../../files/file-transfer.ts';
 import { lookupOsUser, type OsIdentity } from '../../privilege/os-user.ts';
 import * as z from 'zod';
 import { json } from '../responses.ts';
@@ -28,12 +24,6 @@ type Ctx = OperationContext<Services>;
 /** Headers of App Mesh 3.0's TCP file side channel (client_tcp). */
 const SEND_FILE_SOCKET = 'x-send-file-socket';
 const RECV_FILE_SOCKET = 'x-recv-file-socket';
-
-/** Paths of the upload operation, whose body the REST transport streams (`streamsBody`). */
-export const STREAMED_UPLOAD_PATHS: ReadonlySet<string> = new Set([
-  '/svc/file/upload',
-  '/svc/file/upload/ws',
-]);
 
 function identityOf(context: Ctx): OsIdentity | undefined {
   const name = context.principal!.executionUser;
@@ -85,23 +75,18 @@ async function upload(context: Ctx) {
   const user = identityOf(context);
   const { users } = context.services;
   const target = { ...(await targetOf(context, path)), attributes };
-  const connection = context.request.connection;
-  if (
-    context.request.headers[SEND_FILE_SOCKET] === 'true' &&
-    connection?.transport === 'tcp' &&
-    connection.receiveRawFrames !== undefined
-  ) {
+  const rawFrames = context.request.connection?.rawFrames;
+  if (context.request.headers[SEND_FILE_SOCKET] === 'true' && rawFrames !== undefined) {
     // App Mesh 3.0's TCP side channel: the file follows as raw frames, ended by an empty one; the
     // client reads no further answer, so a failure can only be logged.
     const frames = new PassThrough();
     const done = uploadAs(users, user, target, frames).catch((error: unknown) =>
       context.services.logger.warn('file upload over the TCP side channel failed', { error: error as Error }),
     );
-    connection.receiveRawFrames(frames, done);
+    rawFrames.receive(frames, done);
     return json({ path }, 200, { [SEND_FILE_SOCKET]: 'true' });
   }
-  const source = context.request.bodyStream ?? context.request.body;
-  const meta = await uploadAs(users, user, target, source);
+  const meta = await uploadAs(users, user, target, context.request.body.stream());
   return json({ path, size: meta.size, mode: meta.mode, user: meta.user, group: meta.group });
 }
 
@@ -111,9 +96,9 @@ async function download(context: Ctx) {
   const { users } = context.services;
   const target = await targetOf(context, path);
   const headers = { 'content-disposition': disposition(path) };
-  if (context.request.headers[RECV_FILE_SOCKET] === 'true' && context.request.transport === 'tcp') {
+  const { meta, stream } = await downloadAs(users, user, target);
+  if (context.request.headers[RECV_FILE_SOCKET] === 'true' && context.request.connection?.rawFrames !== undefined)
     // App Mesh 3.0's TCP side channel: raw frames after this answer, then an empty one.
-    const { meta, stream } = await downloadAs(users, user, target);
     return {
       status: 200,
       headers: { ...headers, ...attributeHeaders(meta), [RECV_FILE_SOCKET]: 'true' },
@@ -121,17 +106,6 @@ async function download(context: Ctx) {
       body: new Uint8Array(0),
       rawFrames: stream,
     };
-  }
-  if (context.request.transport !== 'rest') {
-    const { meta, body } = await readFileAs(users, user, target, context.services.config.limits.maxBodyBytes);
-    return {
-      status: 200,
-      headers: { ...headers, ...attributeHeaders(meta) },
-      contentType: 'application/octet-stream',
-      body,
-    };
-  }
-  const { meta, stream } = await downloadAs(users, user, target);
   return {
     status: 200,
     headers: { ...headers, ...attributeHeaders(meta), 'content-length': String(meta.size) },
@@ -169,7 +143,7 @@ const downloaded = [
     },
   },
 ] as const;
-const uploadBody = { kind: 'raw', description: 'the file content, streamed' } as const;
+const uploadBody = { kind: 'raw', description: 'the file content, streamed', stream: true } as const;
 
 export const fileOperations: Operation<Services>[] = [
   {

@@ -23,10 +23,11 @@ const MAX_FETCH_TIMEOUT_MS = 300_000;
 const TASK_ID = /^[A-Za-z0-9_.-]{1,128}$/;
 const DEFAULT_CONTENT_TYPE = 'application/octet-stream';
 
-function bodyOf(request: ApiRequest): TaskBody {
+/** A task payload or result: the `raw` body the dispatcher read (`input.body`), with its type. */
+function bodyOf(request: ApiRequest, raw: unknown): TaskBody {
   const type = request.headers['content-type'];
   return {
-    body: request.body,
+    body: raw as Uint8Array,
     contentType: type === undefined || type === '' ? DEFAULT_CONTENT_TYPE : type.slice(0, 256),
   };
 }
@@ -112,7 +113,7 @@ export const taskOperations: Operation<Services>[] = [
     ],
     async handle({ request, params, input, principal, services }) {
       const { task, result } = services.tasks.submit(params['name']!, {
-        payload: bodyOf(request),
+        payload: bodyOf(request, input.body),
         submittedBy: principal!.id,
         timeoutMs: input.query.timeout,
         id: input.query.task_id,
@@ -193,15 +194,15 @@ export const taskOperations: Operation<Services>[] = [
       'Worker: return a task result (header X-Svc-Process-Key only); it answers the task this process fetched last, or task X-Task-Id when that optional header is sent; the body and content type reach the submitter',
     body: { kind: 'raw', description: 'the result, any content type' },
     responses: [{ status: 200, description: 'delivered to the submitter', json: TaskDelivered }],
-    async handle({ request, params, services }) {
+    async handle({ request, params, input, services }) {
       const name = params['name']!;
       const id = request.headers['x-task-id'];
       if (id === undefined || id === '') {
-        const answered = services.tasks.completeFetched(name, bodyOf(request));
+        const answered = services.tasks.completeFetched(name, bodyOf(request, input.body));
         return json({ app_name: name, task_id: answered, delivered: true });
       }
       if (!TASK_ID.test(id)) throw new SvcError('bad_request', 'X-Task-Id: not a task id');
-      services.tasks.complete(name, id, bodyOf(request));
+      services.tasks.complete(name, id, bodyOf(request, input.body));
       return json({ app_name: name, task_id: id, delivered: true });
     },
   }),
