@@ -25,7 +25,8 @@ export const WS_BEARER_PREFIX = 'svc-bearer.';
 
 export interface WsTransportOptions {
   dispatch: Dispatch;
-  auth: Authenticator;
+  /** The bearer check of an upgrade. */
+  auth: Pick<Authenticator, 'authenticate'>;
   limits: Limits;
   logger: Logger;
   /**
