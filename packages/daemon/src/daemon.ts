@@ -74,7 +74,9 @@ export class Daemon implements RunningDaemon {
   /** Stops every component in reverse; safe to call more than once. */
   close(): Promise<void> {
     this.#closing ??= (async () => {
-      this.logger.info('svcd stopping; managed processes keep running');
+      this.logger.info('svcd stopping; managed processes keep running', {
+        components: this.#components.names.reverse().join(' → '),
+      });
       await Daemon.#stop(this.#components, this.logger);
     })();
     return this.#closing;
