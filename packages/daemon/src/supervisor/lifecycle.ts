@@ -45,6 +45,7 @@ import { decideExitAction, INITIAL_CRASH_STATE, nextBackoff } from './restart-po
 import type { CrashState } from './restart-policy.ts';
 import { inWindow, isPeriodic, nextStartTime, windowEnd } from './schedule.ts';
 import type { SupervisorEvent } from './types.ts';
+import type { Clock } from '../util/clock.ts';
 
 export type AppState =
   | 'stopped'
@@ -69,11 +70,7 @@ export type StopIntent = 'disable' | 'remove' | 'replace' | 'timeout' | 'window'
 export const UNKNOWN_EXIT_CODE = -256;
 export const ADOPTED_EXIT_ERROR = 'exit code unavailable: process was adopted after a daemon restart';
 
-export interface Clock {
-  now(): number;
-  setTimeout(callback: () => void, ms: number): unknown;
-  clearTimeout(handle: unknown): void;
-}
+export type { Clock } from '../util/clock.ts';
 
 /** What the host prepares for a spawn: env (with the injected SVC_* variables), output fd, OS user. */
 export interface PreparedSpawn {
@@ -152,13 +149,18 @@ export interface Runtime {
   uuids: string[];
 }
 
+/** The runtime fields as others see them (changed only by the lifecycle). */
+export type RuntimeView = Readonly<Omit<Runtime, 'uuids'>> & { readonly uuids: readonly string[] };
+
 const KEPT_UUIDS = 8;
 
 export class AppLifecycle {
-  def: AppDefinition;
-  state: AppState = 'stopped';
-  process: RunningProcess | undefined;
-  readonly runtime: Runtime = {
+  // Every field is private: what the rest of the supervisor may change goes through the methods
+  // below (start, stop, adopt*, replace, setEnabled, markTransient, reportHealth, ...).
+  #def: AppDefinition;
+  #state: AppState = 'stopped';
+  #process: RunningProcess | undefined;
+  readonly #runtime: Runtime = {
     starts: 0,
     lastStartAt: undefined,
     lastExitAt: undefined,
@@ -167,16 +169,16 @@ export class AppLifecycle {
     uuids: [],
   };
   /** Non-periodic apps: whether the app should be running (cleared by a standby exit). */
-  wantRun = true;
-  transient: Transient | undefined;
+  #wantRun = true;
+  #transient: Transient | undefined;
   /** Result of the last health_check_cmd run while running; undefined = use liveness. */
-  checkedHealth: 0 | 1 | undefined;
+  #checkedHealth: 0 | 1 | undefined;
   /** Why the last process was stopped on purpose; undefined when it exited on its own. */
-  lastStop: StopIntent | undefined;
+  #lastStop: StopIntent | undefined;
   /** Last published health. */
-  health: 0 | 1 = 0;
+  #health: 0 | 1 = 0;
   /** The unmet `depends_on` names while the state is `waiting`. */
-  waitingFor: string[] | undefined;
+  #waitingFor: string[] | undefined;
   /** Last seen process exit was abnormal (non-zero, signal, spawn failure, unknown). */
   #crashed = false;
   #crash: CrashState = INITIAL_CRASH_STATE;
@@ -190,47 +192,110 @@ export class AppLifecycle {
   #detached = false;
 
   constructor(def: AppDefinition, host: LifecycleHost) {
-    this.def = def;
+    this.#def = def;
     this.#host = host;
   }
 
   get name(): string {
-    return this.def.name;
+    return this.#def.name;
+  }
+
+  get def(): AppDefinition {
+    return this.#def;
+  }
+
+  get state(): AppState {
+    return this.#state;
+  }
+
+  /** The process running now (spawned, re-attached or adopted); undefined when none. */
+  get process(): RunningProcess | undefined {
+    return this.#process;
+  }
+
+  get runtime(): RuntimeView {
+    return this.#runtime;
+  }
+
+  /** Non-periodic apps: whether the app should be running (cleared by a standby exit). */
+  get wantRun(): boolean {
+    return this.#wantRun;
+  }
+
+  /** Present for a transient app (run / syncrun). */
+  get transient(): Readonly<Transient> | undefined {
+    return this.#transient;
+  }
+
+  /** Why the last process was stopped on purpose; undefined when it exited on its own. */
+  get lastStop(): StopIntent | undefined {
+    return this.#lastStop;
+  }
+
+  /** The unmet `depends_on` names while the state is `waiting`. */
+  get waitingFor(): readonly string[] | undefined {
+    return this.#waitingFor;
+  }
+
+  /**
+   * A new definition for this app (a replacement, or the same process's definition echoed back):
+   * it is no longer transient. The caller stops the old process first when one must not survive.
+   */
+  replace(def: AppDefinition): void {
+    this.#def = def;
+    this.#transient = undefined;
+  }
+
+  /** The definition with `enabled` changed (enable, disable, or their undo); returns it. */
+  setEnabled(enabled: boolean): AppDefinition {
+    this.#def = { ...this.#def, enabled };
+    return this.#def;
+  }
+
+  /** A transient app (run / syncrun; or restored from the snapshot): runs once, then is removed. */
+  markTransient(transient: Transient): void {
+    this.#transient = transient;
+  }
+
+  /** A health_check_cmd result for the running process: HEALTH is published when health changed. */
+  reportHealth(health: 0 | 1): void {
+    this.#checkedHealth = health;
+    this.refreshHealth();
   }
 
   /** Next automatic start (epoch ms) while scheduled or backing off. */
   get nextStartAt(): number | undefined {
-    return this.state === 'scheduled' || this.state === 'backoff' ? this.#dueAt : undefined;
+    return this.#state === 'scheduled' || this.#state === 'backoff' ? this.#dueAt : undefined;
   }
 
   /** (Re)decide what to do now: start, schedule, or rest. Safe to call in any state. */
   decide(): void {
-    if (this.state === 'removed' || this.state === 'stopping' || this.#detached) return;
-    if (this.process !== undefined) {
+    if (this.#state === 'removed' || this.#state === 'stopping' || this.#detached) return;
+    if (this.#process !== undefined) {
       this.#arm();
       return;
     }
     const now = this.#host.clock.now();
-    if (!this.def.enabled) {
+    if (!this.#def.enabled) {
       this.#setState('disabled', undefined);
       return;
     }
-    if (this.transient !== undefined && this.runtime.starts > 0) {
+    if (this.#transient !== undefined && this.#runtime.starts > 0) {
       // A transient run happens once; after it the app only waits for its removal.
-      this.#setState('stopped', (this.runtime.lastExitAt ?? now) + this.transient.lifecycleSeconds * 1000);
+      this.#setState('stopped', (this.#runtime.lastExitAt ?? now) + this.#transient.lifecycleSeconds * 1000);
       return;
     }
-    const periodic = isPeriodic(this.def);
-    if (!periodic && !this.wantRun) {
+    const periodic = isPeriodic(this.#def);
+    if (!periodic && !this.#wantRun) {
       this.#setState('stopped', undefined);
       return;
     }
     const history =
-      periodic && this.runtime.lastStartAt !== undefined ? { lastStartAt: this.runtime.lastStartAt } : {};
-    const at = nextStartTime(this.def, history, now);
+      periodic && this.#runtime.lastStartAt !== undefined ? { lastStartAt: this.#runtime.lastStartAt } : {};
+    const at = nextStartTime(this.#def, history, now);
     if (at === undefined) {
       this.#setState('stopped', undefined);
-    } else if (at <= now && inWindow(this.def, now)) {
+    } else if (at <= now && inWindow(this.#def, now)) {
       this.start();
     } else {
       this.#setState('scheduled', Math.max(at, now));
@@ -243,23 +308,23 @@ export class AppLifecycle {
     const now = host.clock.now();
     const blocker = host.startBlocker(this);
     if (blocker !== undefined && 'waitingFor' in blocker) {
-      this.waitingFor = blocker.waitingFor;
+      this.#waitingFor = blocker.waitingFor;
       this.#setState('waiting', undefined);
       return;
     }
-    this.waitingFor = undefined;
+    this.#waitingFor = undefined;
     if (blocker !== undefined) {
-      this.runtime.lastError = blocker.error;
-      this.wantRun = false;
+      this.#runtime.lastError = blocker.error;
+      this.#wantRun = false;
       this.#setState('stopped', undefined);
       host.changed(this);
       return;
     }
     const processUuid = randomUUID();
     this.#setState('starting', undefined);
-    this.runtime.uuids = [processUuid, ...this.runtime.uuids].slice(0, KEPT_UUIDS);
-    this.runtime.starts++;
-    this.runtime.lastStartAt = now;
+    this.#runtime.uuids = [processUuid, ...this.#runtime.uuids].slice(0, KEPT_UUIDS);
+    this.#runtime.starts++;
+    this.#runtime.lastStartAt = now;
     let prepared: PreparedSpawn;
     try {
       prepared = host.prepareSpawn(this, processUuid);
@@ -271,12 +336,12 @@ export class AppLifecycle {
       );
       return;
     }
-    const metadata = this.def.metadata;
+    const metadata = this.#def.metadata;
     const spawned = host.runner.spawn({
-      command: this.def.command,
-      shell: this.def.shell,
-      login: this.def.session_login,
-      cwd: this.def.working_dir,
+      command: this.#def.command,
+      shell: this.#def.shell,
+      login: this.#def.session_login,
+      cwd: this.#def.working_dir,
       env: prepared.env,
       stdin:
         metadata === undefined
@@ -298,7 +363,7 @@ export class AppLifecycle {
       ...(prepared.user === undefined ? {} : { user: prepared.user.user }),
     };
     if (spawned.pid > 0) {
-      this.process = process;
+      this.#process = process;
       this.#setState('running', undefined);
       host.emit({ type: 'START', app: this.name, pid: spawned.pid, processUuid });
       host.started(this, process);
@@ -311,7 +376,7 @@ export class AppLifecycle {
 
   /** Take over a process that outlived the previous daemon; its exit is reported by `adoptedExited`. */
   adopt(process: RunningProcess): void {
-    this.process = process;
+    this.#process = process;
     this.#setState('running', undefined);
   }
 
@@ -334,11 +399,11 @@ export class AppLifecycle {
    */
   adoptOrphan(process: RunningProcess, startRecorded: boolean, held?: SpawnedProcess): void {
     if (!startRecorded) {
-      this.runtime.uuids = [process.processUuid, ...this.runtime.uuids].slice(0, KEPT_UUIDS);
-      this.runtime.starts++;
-      this.runtime.lastStartAt = process.startedAt;
+      this.#runtime.uuids = [process.processUuid, ...this.#runtime.uuids].slice(0, KEPT_UUIDS);
+      this.#runtime.starts++;
+      this.#runtime.lastStartAt = process.startedAt;
     }
-    this.wantRun = true;
+    this.#wantRun = true;
     if (held === undefined) this.adopt(process);
     else this.adoptHeld(process, held);
   }
@@ -351,9 +416,9 @@ export class AppLifecycle {
     const host = this.#host;
     const now = host.clock.now();
     const processUuid = randomUUID();
-    this.runtime.uuids = [processUuid, ...this.runtime.uuids].slice(0, KEPT_UUIDS);
-    this.runtime.starts++;
-    this.runtime.lastStartAt = now;
+    this.#runtime.uuids = [processUuid, ...this.#runtime.uuids].slice(0, KEPT_UUIDS);
+    this.#runtime.starts++;
+    this.#runtime.lastStartAt = now;
     const process: RunningProcess = {
       pid,
       processUuid,
@@ -364,7 +429,7 @@ export class AppLifecycle {
       // svc did not create its process group: only the process itself is ever signalled.
       signalPidOnly: true,
     };
-    this.process = process;
+    this.#process = process;
     this.#setState('running', undefined);
     host.emit({ type: 'START', app: this.name, pid, processUuid });
     host.started(this, process);
@@ -373,14 +438,14 @@ export class AppLifecycle {
 
   /** The supervisor's poll found that an adopted process is gone. */
   adoptedExited(): void {
-    const process = this.process;
+    const process = this.#process;
     if (process === undefined || !process.adopted) return;
     this.#recordExit(process, undefined, ADOPTED_EXIT_ERROR);
   }
 
   /** Stop the running process on purpose; resolves once its exit is recorded. */
   stop(intent: StopIntent): Promise<void> {
-    const process = this.process;
+    const process = this.#process;
     if (process === undefined) {
       this.#clearTimer();
       return Promise.resolve();
@@ -395,11 +460,11 @@ export class AppLifecycle {
       this.#stopIntent = intent;
     }
     const done = new Promise<void>((resolve) => this.#stopWaiters.push(resolve));
-    if (this.state !== 'stopping') {
+    if (this.#state !== 'stopping') {
       const graceMs =
-        this.def.stop_grace_period === undefined
+        this.#def.stop_grace_period === undefined
           ? this.#host.stopGraceMs
-          : this.def.stop_grace_period.seconds * 1000;
+          : this.#def.stop_grace_period.seconds * 1000;
       this.#setState('stopping', this.#host.clock.now() + graceMs);
       this.#signal(process, 'SIGTERM');
     }
@@ -409,7 +474,7 @@ export class AppLifecycle {
   /** Mark removed: no further transitions, timers cleared. */
   markRemoved(): void {
     this.#clearTimer();
-    this.state = 'removed';
+    this.#state = 'removed';
     this.#dueAt = undefined;
   }
 
@@ -425,21 +490,21 @@ export class AppLifecycle {
   /** Health: the check result while running with a health_check_cmd, else liveness. */
   computeHealth(): 0 | 1 {
     if (
-      this.state === 'running' &&
-      this.def.health_check_cmd !== undefined &&
-      this.checkedHealth !== undefined
+      this.#state === 'running' &&
+      this.#def.health_check_cmd !== undefined &&
+      this.#checkedHealth !== undefined
     ) {
-      return this.checkedHealth;
+      return this.#checkedHealth;
     }
-    if (this.state === 'disabled' || this.state === 'removed') return 0;
+    if (this.#state === 'disabled' || this.#state === 'removed') return 0;
     // A system application that is not running is down: it always should be.
-    if (this.def.system && this.state !== 'running' && this.state !== 'starting') return 1;
+    if (this.#def.system && this.#state !== 'running' && this.#state !== 'starting') return 1;
     // "Should be running but is not": waiting to restart after a crash, or left down by a crash.
-    if (this.state === 'backoff') return 1;
+    if (this.#state === 'backoff') return 1;
     if (
-      (this.state === 'stopped' || this.state === 'scheduled') &&
+      (this.#state === 'stopped' || this.#state === 'scheduled') &&
       this.#crashed &&
-      this.transient === undefined
+      this.#transient === undefined
     )
       return 1;
     return 0;
@@ -448,16 +513,16 @@ export class AppLifecycle {
   /** Re-evaluate health and publish HEALTH when it changed. */
   refreshHealth(): void {
     const health = this.computeHealth();
-    if (health === this.health || this.state === 'removed') return;
-    const previousHealth = this.health;
-    this.health = health;
+    if (health === this.#health || this.#state === 'removed') return;
+    const previousHealth = this.#health;
+    this.#health = health;
     this.#host.emit({ type: 'HEALTH', app: this.name, health, previousHealth });
   }
 
   /** Restore runtime fields from the snapshot. */
   restoreRuntime(runtime: Runtime, wantRun: boolean, crashed: boolean): void {
-    Object.assign(this.runtime, runtime);
-    this.wantRun = wantRun || this.def.system; // an older daemon's "left down" never holds for them
+    Object.assign(this.#runtime, runtime);
+    this.#wantRun = wantRun || this.#def.system; // an older daemon's "left down" never holds for them
     this.#crashed = crashed;
   }
 
@@ -467,7 +532,7 @@ export class AppLifecycle {
 
   /** The app was (re)configured or enabled: forget crash history and run again. */
   resetForRun(): void {
-    this.wantRun = true;
+    this.#wantRun = true;
     this.#crash = INITIAL_CRASH_STATE;
     this.#crashed = false;
   }
@@ -478,21 +543,21 @@ export class AppLifecycle {
     error: string | undefined,
     exitedAt?: number,
   ): void {
-    if (this.state === 'removed' && this.process === undefined) return;
+    if (this.#state === 'removed' && this.#process === undefined) return;
     if (this.#detached) return;
     const host = this.#host;
     const now = host.clock.now();
-    if (this.process === process) this.process = undefined;
+    if (this.#process === process) this.#process = undefined;
     const intent = this.#stopIntent;
     this.#stopIntent = undefined;
-    this.lastStop = intent;
+    this.#lastStop = intent;
     if (intent === 'timeout') error ??= 'stopped: run timeout exceeded';
     error ??= host.exitError?.(this, process);
     // The spawner's reap time when it has one (an exit while no daemon ran is dated when it happened).
-    this.runtime.lastExitAt = exitedAt !== undefined && exitedAt > 0 && exitedAt <= now ? exitedAt : now;
-    this.runtime.returnCode = exitCode;
-    this.runtime.lastError = error;
-    this.checkedHealth = undefined;
+    this.#runtime.lastExitAt = exitedAt !== undefined && exitedAt > 0 && exitedAt <= now ? exitedAt : now;
+    this.#runtime.returnCode = exitCode;
+    this.#runtime.lastError = error;
+    this.#checkedHealth = undefined;
     const code = exitCode ?? UNKNOWN_EXIT_CODE;
     // A process stopped by the app's removal has no EXIT: REMOVED (published by the remover right
     // after) is what a waiter sees, "app removed" rather than the code of the kill.
@@ -517,19 +582,19 @@ export class AppLifecycle {
       else if (intent === 'remove' || intent === 'replace') this.#setState('stopped', undefined);
       else {
         // timeout (transient: waits for removal) or window end (next window)
-        this.state = 'stopped';
+        this.#state = 'stopped';
         this.decide();
       }
       for (const resolve of waiters) resolve();
       host.changed(this);
       return;
     }
-    if (this.state === 'removed') return;
+    if (this.#state === 'removed') return;
 
-    this.#crashed = code !== 0 || this.def.system; // a system app exiting at all is a failure
-    const action = decideExitAction(this.def, code);
-    if (this.transient !== undefined || action === 'standby') {
-      if (!isPeriodic(this.def)) this.wantRun = false;
+    this.#crashed = code !== 0 || this.#def.system; // a system app exiting at all is a failure
+    const action = decideExitAction(this.#def, code);
+    if (this.#transient !== undefined || action === 'standby') {
+      if (!isPeriodic(this.#def)) this.#wantRun = false;
       this.decide();
     } else if (action === 'remove') {
       this.#crashed = false; // removed next: no HEALTH flap on the way out
@@ -538,7 +603,7 @@ export class AppLifecycle {
     } else {
       const { delayMs, state } = nextBackoff(this.#crash, now - process.startedAt, now);
       this.#crash = state;
-      if (delayMs === 0 && this.def.enabled && inWindow(this.def, now)) this.start();
+      if (delayMs === 0 && this.#def.enabled && inWindow(this.#def, now)) this.start();
       else if (delayMs === 0) this.decide();
       else this.#setState('backoff', now + delayMs);
     }
@@ -556,7 +621,7 @@ export class AppLifecycle {
   }
 
   #setState(state: AppState, dueAt: number | undefined): void {
-    this.state = state;
+    this.#state = state;
     this.#dueAt = dueAt;
     this.#arm();
     this.refreshHealth();
@@ -564,10 +629,10 @@ export class AppLifecycle {
 
   /** The one timer: the earliest instant the current state cares about. */
   #deadline(): number | undefined {
-    if (this.state === 'running') {
+    if (this.#state === 'running') {
       const now = this.#host.clock.now();
-      const end = windowEnd(this.def, now);
-      const timeout = this.transient?.timeoutAt;
+      const end = windowEnd(this.#def, now);
+      const timeout = this.#transient?.timeoutAt;
       if (end === undefined) return timeout;
       return timeout === undefined ? end : Math.min(end, timeout);
     }
@@ -600,27 +665,27 @@ export class AppLifecycle {
       this.#arm();
       return;
     }
-    switch (this.state) {
+    switch (this.#state) {
       case 'running': {
-        const timedOut = this.transient?.timeoutAt !== undefined && this.transient.timeoutAt <= now;
+        const timedOut = this.#transient?.timeoutAt !== undefined && this.#transient.timeoutAt <= now;
         void this.stop(timedOut ? 'timeout' : 'window');
         return;
       }
       case 'stopping':
-        if (this.process !== undefined) this.#signal(this.process, 'SIGKILL');
+        if (this.#process !== undefined) this.#signal(this.#process, 'SIGKILL');
         return;
       case 'backoff':
         this.#dueAt = undefined;
-        if (this.def.enabled && inWindow(this.def, now)) this.start();
+        if (this.#def.enabled && inWindow(this.#def, now)) this.start();
         else this.decide();
         return;
       case 'scheduled':
         this.#dueAt = undefined;
-        if (this.def.enabled && inWindow(this.def, now)) this.start();
+        if (this.#def.enabled && inWindow(this.#def, now)) this.start();
         else this.decide();
         return;
       case 'stopped':
-        if (this.transient !== undefined) this.#host.requestRemoval(this);
+        if (this.#transient !== undefined) this.#host.requestRemoval(this);
         return;
       default:
         return;

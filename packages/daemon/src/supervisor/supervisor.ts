@@ -27,13 +27,20 @@ import {
 import { findDependencyCycle, unmetDependencies } from './dependencies.ts';
 import { HealthChecker } from './health.ts';
 import { AppLifecycle } from './lifecycle.ts';
-import type { Clock, LifecycleHost, RunningProcess } from './lifecycle.ts';
+import type { LifecycleHost, RunningProcess } from './lifecycle.ts';
+import { realClock } from '../util/clock.ts';
 import { OutputStore } from './output-store.ts';
 import { isSameProcess, readProcStat } from './proc-stats.ts';
 import { adoptionRefusal, readProcessFacts, type AdoptionRules } from '../privilege/adoption.ts';
 import { signalProcess } from '../privilege/signals.ts';
 import { createProcessRunner } from './process-runner.ts';
-import { chooseSpawner, connectSpawner, spawnerPaths, userSwitchOf, type SpawnerMode } from './spawner/launch.ts';
+import {
+  chooseSpawner,
+  connectSpawner,
+  spawnerPaths,
+  userSwitchOf,
+  type SpawnerMode,
+} from './spawner/launch.ts';
 import type { UserSwitch } from '../privilege/user-switch.ts';
 import { createSpawnerRunner, type SpawnerRunner } from './spawner/spawner-runner.ts';
 import type { ProcessRunner } from './process-runner.ts';
@@ -125,20 +132,6 @@ export interface Supervisor extends SupervisorApi {
 const DEFAULT_STOP_GRACE_MS = 5_000;
 const DEFAULT_HEALTH_INTERVAL_MS = 10_000;
 const DEFAULT_ADOPTED_POLL_MS = 250;
-
-function realClock(now: () => number): Clock {
-  return {
-    now,
-    setTimeout(callback, ms) {
-      const timer = setTimeout(callback, ms);
-      timer.unref();
-      return timer;
-    },
-    clearTimeout(handle) {
-      clearTimeout(handle as NodeJS.Timeout);
-    },
-  };
-}
 
 function withoutTz(env: Record<string, string>): Record<string, string> {
   if (env['TZ'] === undefined) return env;
@@ -444,8 +437,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
         userGone = true; // vanished since the spawn: never run the check as the daemon's user instead
       }
       if (userGone && app.def.health_check_cmd !== undefined) {
-        app.checkedHealth = 1;
-        app.refreshHealth();
+        app.reportHealth(1);
       } else if (app.def.health_check_cmd !== undefined) {
         health.track({
           name: app.name,
@@ -453,10 +445,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
           cwd: app.def.working_dir,
           env: { ...envFor(app.def), ...(user === undefined ? {} : userEnv(user)) },
           user,
-          report: (h) => {
-            app.checkedHealth = h;
-            app.refreshHealth();
-          },
+          report: (h) => app.reportHealth(h),
         });
       }
       snapshot.schedule();
@@ -492,7 +481,11 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
       }
       // It may no longer be signalled for this owner (it exec'd something setuid, the owner's
       // user changed): let it go, as if it had exited, and say so.
-      logger.warn('adopted process released without a signal', { app: app.name, pid: p.pid, reason: refusal });
+      logger.warn('adopted process released without a signal', {
+        app: app.name,
+        pid: p.pid,
+        reason: refusal,
+      });
       queueMicrotask(() => {
         if (app.process !== p) return;
         adopted.delete(app);
@@ -547,8 +540,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
       snapshot.schedule();
       throw error;
     }
-    existing.def = def;
-    existing.transient = undefined;
+    existing.replace(def);
     existing.resetForRun();
     limitStatus.delete(def.name);
     existing.decide();
@@ -655,8 +647,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
     await store.save(def);
     if (existing !== undefined && keep) {
       // Echoed back (GET then PUT): the process is the one already adopted; keep it running.
-      existing.def = def;
-      existing.transient = undefined;
+      existing.replace(def);
       snapshot.schedule();
       return view(existing, false);
     }
@@ -668,8 +659,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
       output.restore(def.name, undefined);
     } else {
       await app.stop('replace');
-      app.def = def;
-      app.transient = undefined;
+      app.replace(def);
       limitStatus.delete(def.name);
     }
     app.resetForRun();
@@ -732,7 +722,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
         saved.wantRun ?? true,
         saved.crashed ?? false,
       );
-      if (saved.transient !== undefined && saved.transient !== null) app.transient = saved.transient;
+      if (saved.transient !== undefined && saved.transient !== null) app.markTransient(saved.transient);
     }
   }
   /** `pid/uuid` of snapshot entries refused for a start-time mismatch (see recoverOrphans). */
@@ -853,17 +843,14 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
       return serial(name, async () => {
         const previousEnabled = app.def.enabled;
         if (!previousEnabled) {
-          const previousDef = app.def;
-          const def = { ...app.def, enabled: true };
-          const saved = store.save(def); // concurrent with the spawn, awaited before acknowledging
+          const saved = store.save(app.setEnabled(true)); // concurrent with the spawn, awaited before acknowledging
           saved.catch(() => undefined);
-          app.def = def;
           app.resetForRun();
           app.decide();
           try {
             await saved;
           } catch (error) {
-            app.def = previousDef;
+            app.setEnabled(false);
             await app.stop('disable');
             app.decide();
             throw error;
@@ -880,12 +867,10 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
       return serial(name, async () => {
         const previousEnabled = app.def.enabled;
         if (previousEnabled) {
-          const previousDef = app.def;
-          const def = { ...app.def, enabled: false };
+          const def = app.setEnabled(false);
           // The durable write runs while the process is stopped; both end before acknowledging.
           const saved = def.system ? Promise.resolve() : store.save(def);
           saved.catch(() => undefined);
-          app.def = def;
           emit({ type: 'STATUS', app: name, enabled: false, previousEnabled });
           await app.stop('disable');
           app.decide();
@@ -893,7 +878,7 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
             await saved;
           } catch (error) {
             // Not stored: the app is still enabled on disk, so it is enabled again here.
-            app.def = previousDef;
+            app.setEnabled(true);
             app.resetForRun();
             app.decide();
             emit({ type: 'STATUS', app: name, enabled: true, previousEnabled: false });
@@ -1034,10 +1019,10 @@ export async function createSupervisor(options: SupervisorOptions): Promise<Supe
       saved.catch(() => undefined);
       if (sync) await saved;
       const app = new AppLifecycle(def, host);
-      app.transient = {
+      app.markTransient({
         lifecycleSeconds: lifecycle,
         timeoutAt: timeout > 0 ? t + timeout * 1000 : undefined,
-      };
+      });
       apps.set(def.name, app);
       sources.set(def.name, 'local');
       output.restore(def.name, undefined);
