@@ -108,7 +108,9 @@ describe('AppLifecycle', () => {
     runner.exitLast(9);
     expect(removals).toEqual(['app']);
   });
+});
 
+describe('AppLifecycle: schedule and start conditions', () => {
   it('periodic apps start on their interval with one timer', () => {
     const { clock, runner, app } = setup({ interval: 10 });
     app.decide();
@@ -154,7 +156,9 @@ describe('AppLifecycle', () => {
     app.decide();
     expect(runner.spawned[0]?.request.stdin).toBe('{"a":1}');
   });
+});
 
+describe('AppLifecycle: what the supervisor changes (replace, setEnabled, markTransient, reportHealth)', () => {
   it('reportHealth: a check result counts while running, HEALTH only on a change; an exit forgets it', () => {
     const { runner, events, app } = setup({ health_check_cmd: 'true', behavior: { exit: 'standby' } });
     app.decide();

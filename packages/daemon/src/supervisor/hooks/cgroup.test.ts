@@ -27,26 +27,27 @@ const spawnOf = (): SpawnPreparation => ({ processUuid: 'u', env: {}, outputFd: 
 const running = { pid: 77, processUuid: 'u', startedAt: 0, startTicks: 0, adopted: false };
 const limited = { resource_limit: { memory_mb: 64 } };
 
+/** A limited app started with a runner that places its child in its cgroups, or not. */
+function started(placesInCgroups: boolean) {
+  const { calls, limiter } = fakeLimiter();
+  const hook = new CgroupHook(limiter, { placesInCgroups });
+  const { app } = fakeApp(limited);
+  const spawn = spawnOf();
+  hook.prestart(app, spawn);
+  hook.poststart(app, running);
+  return { calls, hook, app, spawn };
+}
+
 describe('CgroupHook', () => {
   it('a runner that places the child: cgroups made before the spawn, nothing moved after', () => {
-    const { calls, limiter } = fakeLimiter();
-    const hook = new CgroupHook(limiter, { placesInCgroups: true });
-    const { app } = fakeApp(limited);
-    const spawn = spawnOf();
-    hook.prestart(app, spawn);
-    hook.poststart(app, running);
+    const { calls, hook, spawn } = started(true);
     expect(spawn.cgroupProcs).toEqual(['/cg/app/cgroup.procs']);
     expect(calls).toEqual(['prepare app']);
     expect(hook.status.get('app')).toBe('applied');
   });
 
   it('in-process: the pid is moved in after the spawn; the exit releases, with the OOM reason first', () => {
-    const { calls, limiter } = fakeLimiter();
-    const hook = new CgroupHook(limiter, { placesInCgroups: false });
-    const { app } = fakeApp(limited);
-    const spawn = spawnOf();
-    hook.prestart(app, spawn);
-    hook.poststart(app, running);
+    const { calls, hook, app, spawn } = started(false);
     expect(spawn.cgroupProcs).toBeUndefined();
     expect(hook.exitError(app)).toBe('killed by the kernel: out of memory');
     hook.exited(app);
