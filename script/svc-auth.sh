@@ -17,8 +17,7 @@
 # owner of its directory, exactly one hard link. Passwords are read from stdin, never from arguments
 # or the environment; the Node helper receives them on its stdin too.
 # The administration UI is found through work/ports.authadmin.json (a Unix socket, `admin_ui_socket`,
-# when SVC_AUTH_ADMIN_LISTEN=unix:/path as package installs set; else its port), else
-# SVC_AUTH_ADMIN_LISTEN, else 127.0.0.1:6064.
+# by default work/auth/admin-ui.sock; else the `admin_ui` port of an opted-in TCP listener).
 # Exit codes: 0 done, 1 refused, 2 usage, 3 reachability error (administration UI or issuer).
 set -euo pipefail
 umask 077

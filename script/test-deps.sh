@@ -20,6 +20,9 @@
 #                                 needs cgo); staticcheck comes from the Go module proxy, pinned
 #   gcc, libc6-dev                svc-spawner (packages/spawner, C, libc only): the daemon's default
 #                                 spawn path; its tests and the crash-safety suite run on it
+#   openssh-server                the administration UI's test starts its own sshd on an ephemeral
+#                                 loopback port for `ssh -L` to the UI's socket; a freshly installed
+#                                 ssh.service is stopped and disabled again (no new listener on 22)
 # Installed with apt-get when missing (root on Debian); otherwise it stops at once naming the one
 # command that installs them. A machine that has everything returns at once without touching apt.
 set -euo pipefail
@@ -71,6 +74,7 @@ go_too_old() {
 if have go; then go_new_enough || go_too_old; else missing+=(golang-go); fi
 have gcc || missing+=(gcc)
 compgen -G '/usr/include/*/sys/signalfd.h' >/dev/null || [ -f /usr/include/sys/signalfd.h ] || missing+=(libc6-dev)
+[ -x /usr/sbin/sshd ] && have ssh || missing+=(openssh-server)
 # --- Rust client (clients/rust): cargo and clippy from rustup (~/.cargo/bin), Rust >= 1.89.
 rust_problem=""
 rust_path="$PATH:${CARGO_HOME:-${HOME:-/root}/.cargo}/bin"
@@ -94,7 +98,19 @@ fi
 echo "test-deps: installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
+# The tests need these programs, never their services: without a policy-rc.d of the host's own,
+# one refusing every start keeps packages such as openssh-server or prometheus from starting a
+# daemon on a default port during the install (removed again whatever happens).
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+  printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
+  chmod 755 /usr/sbin/policy-rc.d
+  trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+fi
 # Chromium with its recommended packages: fonts-liberation renders the page text.
 apt-get install -y -qq "${missing[@]}" >/dev/null
+# openssh-server starts and enables ssh.service under systemd: the tests only need the binary.
+if [[ " ${missing[*]} " == *" openssh-server "* ]] && [ -d /run/systemd/system ]; then
+  systemctl disable --now ssh.service ssh.socket >/dev/null 2>&1 || true
+fi
 if have go && ! go_new_enough; then go_too_old; fi
 rust_check

@@ -5,6 +5,9 @@
 //
 //   node packages/spawner/build.js            build when stale; without a compiler say so, exit 0
 //   node packages/spawner/build.js --strict   the same, but exit 1 when it cannot be built
+//   node packages/spawner/build.js --strict <source.c> <binary>
+//                                             another program with the same compiler and flags
+//                                             (test/frames-test.c, which includes svc-spawner.c)
 //
 // The binary is written to a temp file and renamed into place, so concurrent builds and a svcd
 // starting it never see a partial file.
@@ -62,9 +65,12 @@ export function buildSpawner(source = SPAWNER_SOURCE, binary = SPAWNER_BINARY) {
 }
 
 if (import.meta.filename === process.argv[1]) {
-  const problem = buildSpawner();
+  const paths = process.argv.slice(2).filter((arg) => !arg.startsWith('--'));
+  const problem = paths.length === 2 ? buildSpawner(paths[0], paths[1]) : buildSpawner();
   if (problem !== undefined) {
-    process.stderr.write(`svc-spawner not built (svcd will spawn in-process): ${problem}\n`);
+    const what =
+      paths.length === 2 ? `${paths[1]} not built` : 'svc-spawner not built (svcd will spawn in-process)';
+    process.stderr.write(`${what}: ${problem}\n`);
     process.exit(process.argv.includes('--strict') ? 1 : 0);
   }
 }

@@ -147,6 +147,9 @@ export function buildDeb(options: BuildOptions): { deb: string; stage: string; v
   copyFileSync(join(REPO, 'packages/spawner/build/svc-spawner'), join(root, 'packages/spawner/build/svc-spawner'));
   chmodSync(join(root, 'packages/spawner/build/svc-spawner'), 0o755);
   copyFileSync(join(REPO, 'packages/spawner/README.md'), join(root, 'packages/spawner/README.md'));
+  // The protocol the README links to.
+  mkdirSync(join(root, 'spec'), { recursive: true });
+  copyFileSync(join(REPO, 'spec/spawner-protocol.md'), join(root, 'spec/spawner-protocol.md'));
   // The web UI: only its built files (the agent serves packages/web/dist at `/`).
   run(process.execPath, ['packages/web/scripts/build.ts']);
   cpSync(join(REPO, 'packages/web/dist'), join(root, 'packages/web/dist'), { recursive: true });

@@ -11,6 +11,7 @@ import { INSTALL_ROOT, loadConfig } from '../../daemon/src/config/config.ts';
 import { PortsFile } from '../../daemon/src/config/ports-file.ts';
 import { loadTlsMaterial } from '../../daemon/src/tls/certificates.ts';
 import { writeFileAtomic } from '../../daemon/src/util/atomic-file.ts';
+import { readRelayKey } from '../../identity/src/credentials/relay-key.ts';
 import { startAgent, type Log } from '../src/agent.ts';
 
 const log: Log = (level, message, fields = {}) => {
@@ -53,8 +54,10 @@ try {
     metricsPort: config.metricsPort,
     tls,
     daemonUrl,
+    daemonLink: process.env['SVC_AGENT_LINK'] || undefined,
     issuerOrigin,
     processKey: process.env['SVC_PROCESS_KEY'],
+    issuerRelayKey: config.authMode === 'builtin' ? () => readRelayKey(config.workDir) : undefined,
     limits: config.limits,
     webRoot: join(INSTALL_ROOT, 'packages', 'web', 'dist'),
     log,

@@ -9,7 +9,8 @@
 //                                       ├─ /mcp (MCP, packages/mcp, in this process; tools call svcd REST)
 //                                       └─ / (GET, HEAD) ───────────────────────► packages/web/dist files
 import type { Server as HttpServer, IncomingMessage, ServerResponse } from 'node:http';
-import { Agent as HttpsAgent, type Server } from 'node:https';
+import { Agent as HttpsAgent, type AgentOptions as AgentOptions_, type Server } from 'node:https';
+import { connect as tlsConnect, type ConnectionOptions as TlsConnectionOptions } from 'node:tls';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { SvcError } from '@svc/protocol';
@@ -47,10 +48,21 @@ export interface AgentOptions {
   tls: TlsMaterial;
   /** The daemon's REST base URL (SVC_DAEMON_URL). */
   daemonUrl: string;
+  /**
+   * svcd's Unix socket for the agent (SVC_AGENT_LINK, daemon transports/agent-link.ts): the proxy's
+   * connections go there (TLS, verified against `daemonUrl`'s host), never competing with
+   * anonymous peers for svcd's connection slots. Undefined: loopback TCP to `daemonUrl`.
+   */
+  daemonLink?: string | undefined;
   /** Origin of the built-in issuer (`http://127.0.0.1:6062`), resolved per request; undefined in external mode. */
   issuerOrigin: (() => Promise<string | undefined>) | undefined;
   /** The agent's own process key (SVC_PROCESS_KEY): its credential for the daemon's GET /svc/metrics. */
   processKey: string | undefined;
+  /**
+   * The issuer relay key (work/auth/secrets/issuer-relay-key), read for each request relayed to
+   * /auth: svc-identity believes the X-Forwarded-For of a request that carries it (issue 25 M4).
+   */
+  issuerRelayKey?: (() => Promise<string | undefined>) | undefined;
   limits: Limits;
   webRoot: string;
   log: Log;
@@ -99,8 +111,9 @@ function refuseUpgrade(socket: Duplex, error: SvcError): void {
 
 /**
  * The remote address the agent vouches for (any X-Forwarded-For a client sent is replaced, not
- * extended), proven to svcd by the agent's own process key in X-Svc-Agent-Key (a client's copy of
- * that header is always replaced or removed), and the address the client used, so that svcd's
+ * extended), proven by the key in X-Svc-Agent-Key (to svcd the agent's process key, to the issuer
+ * the relay key; a client's copy of that header is always replaced or removed), and the address the
+ * client used, so that svcd's
  * RFC 9728 metadata and challenges name the agent rather than the daemon's own port.
  */
 function markForwarded(req: IncomingMessage, agentKey: string | undefined): void {
@@ -112,6 +125,17 @@ function markForwarded(req: IncomingMessage, agentKey: string | undefined): void
   else delete req.headers['x-forwarded-host'];
 }
 
+/** An HTTPS agent whose connections go to the Unix socket `link` (TLS as usual), or a plain one. */
+function linkedAgent(link: string | undefined, options: AgentOptions_): HttpsAgent {
+  if (link === undefined) return new HttpsAgent(options);
+  return new (class extends HttpsAgent {
+    // Node's Agent uses a returned socket as the connection (the callback is for async creation).
+    override createConnection(connect: TlsConnectionOptions): Duplex {
+      return tlsConnect({ ...connect, path: link });
+    }
+  })(options);
+}
+
 export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   const { limits, log } = options;
   // Counters exist only with the exporter on (nobody could read them otherwise); prom-client is loaded then.
@@ -121,7 +145,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
 
   // Upstream TLS verifies the daemon's certificate against the daemon's CA (or the system roots when
   // a configured certificate comes without a CA file). Bounded keep-alive pool.
-  const daemonAgent = new HttpsAgent({
+  const daemonAgent = linkedAgent(options.daemonLink, {
     keepAlive: true,
     maxSockets: 256,
     maxFreeSockets: 32,
@@ -177,7 +201,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   const server = createBoundedHttpsServer(options.tls, limits);
   const sockets = new Set<Socket>();
   // Counted from accept (the guard), TLS failures and handshake timeouts destroyed, idle closed.
-  guardTlsServer(server, { guard, listener: 'agent', log });
+  guardTlsServer(server, { guard, listener: 'agent', log, firstRequestMs: limits.handshakeTimeoutMs });
   server.on('connection', (socket: Socket) => {
     if (socket.destroyed) return; // refused by the guard
     sockets.add(socket);
@@ -224,12 +248,13 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
         else await serveMcpMetadata(req, res, base);
         return;
       }
-      // The agent's key goes to svcd only, never to the issuer.
-      markForwarded(req, route.to === 'daemon' ? options.processKey : undefined);
+      // The process key goes to svcd only; the issuer gets the relay key (same header), never it.
       if (route.to === 'daemon') {
+        markForwarded(req, options.processKey);
         daemonProxy.web(req, res);
         return;
       }
+      markForwarded(req, await relayKey());
       const origin = await issuerOrigin();
       issuerOrigins.set(req, origin);
       issuerProxy.web(req, res, { target: origin });
@@ -257,15 +282,22 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   });
 
   // The MCP endpoint is loaded on its first request: a front door nobody uses for MCP never pays
-  // for the SDK. Its tools call svcd's REST API with the caller's own bearer.
+  // for the SDK. Its tools call svcd's REST API with the caller's own bearer; its waiting output
+  // subscriptions hear svcd's events over one WSS connection per principal, with that bearer too.
   let mcp: Promise<McpEndpoint> | undefined;
   const svcd = svcdCaller({ baseUrl: options.daemonUrl, ca: options.tls.ca });
   function mcpEndpoint(): Promise<McpEndpoint> {
-    mcp ??= import('@svc/mcp').then(({ createMcpEndpoint }) =>
+    mcp ??= import('@svc/mcp').then(({ createMcpEndpoint, svcdEvents }) =>
       createMcpEndpoint({
         call: svcd,
+        events: svcdEvents({ baseUrl: options.daemonUrl, ca: options.tls.ca }),
         version: AGENT_VERSION,
         log: (level, message) => log(level, message, { component: 'mcp' }),
+        limits: {
+          maxSessions: limits.mcpMaxSessions,
+          perPrincipal: limits.mcpMaxSessionsPerPrincipal,
+          idleMs: limits.mcpSessionIdleMs,
+        },
       }),
     );
     return mcp;
@@ -291,6 +323,23 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     const document = { ...(JSON.parse(answer.body.toString('utf8')) as object), resource: `${base}/mcp` };
     res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'max-age=300' });
     res.end(req.method === 'HEAD' ? undefined : JSON.stringify(document));
+  }
+
+  let relayKeyProblem = false;
+  /** The issuer relay key, or undefined (then svc-identity sees every client as the agent's address). */
+  async function relayKey(): Promise<string | undefined> {
+    try {
+      const key = await options.issuerRelayKey?.();
+      relayKeyProblem = false;
+      return key;
+    } catch (error) {
+      if (!relayKeyProblem)
+        log('warn', 'cannot read the issuer relay key; client addresses are not forwarded to the issuer', {
+          error: error instanceof Error ? error.message : String(error),
+        });
+      relayKeyProblem = true;
+      return undefined;
+    }
   }
 
   async function issuerOrigin(): Promise<string> {

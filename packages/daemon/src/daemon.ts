@@ -40,7 +40,9 @@ import type { Principal } from './auth/principal.ts';
 import { linkTasksToSupervisor } from './tasks/supervisor-link.ts';
 import { TaskQueues } from './tasks/task-queues.ts';
 import { loadTlsMaterial } from './tls/certificates.ts';
+import { listenAgentLink } from './transports/agent-link.ts';
 import { ConnectionGuard } from './transports/connection-guard.ts';
+import { InflightBudget } from './transports/inflight-budget.ts';
 import { createRestServer } from './transports/rest-transport.ts';
 import { createTcpServer } from './transports/tcp-transport.ts';
 import { attachWsTransport } from './transports/ws-transport.ts';
@@ -104,7 +106,7 @@ export async function startDaemon(
   const work = config.workDir;
   await mkdir(work, { recursive: true, mode: 0o700 });
   await chmod(work, 0o700);
-  for (const dir of ['apps', 'stdout', 'config', 'auth/secrets', 'ssl'])
+  for (const dir of ['apps', 'stdout', 'config', 'auth/secrets', 'ssl', 'run'])
     await mkdir(join(work, dir), { recursive: true, mode: 0o700 });
   const logger = createLogger({
     file: join(work, 'server.log'),
@@ -135,6 +137,12 @@ export async function startDaemon(
   applyTimezone(config.timezone);
   const hostConfig = await HostConfigStore.open(config, { setLogLevel: (level) => logger.setLevel(level) });
   const guard = new ConnectionGuard(config.limits);
+  const budget = new InflightBudget({
+    perConnection: config.limits.maxInflightBytesPerConnection,
+    perPrincipal: config.limits.maxInflightBytesPerPrincipal,
+    perAddress: config.limits.maxInflightBytesPerAddress,
+    total: config.limits.maxInflightBytes,
+  });
   // Always kept: GET /svc/metrics serves them to host-resource-view bearers (App Mesh 3.0), and to
   // the agent's exporter when SVC_METRICS_PORT turns that on. prom-client is a lazy module.
   const metrics = new (await import('./metrics/daemon-metrics.ts')).DaemonMetrics();
@@ -214,6 +222,7 @@ export async function startDaemon(
     preflight: async (request) => (await preflightReady)(request),
     limits: config.limits,
     guard,
+    budget,
     logger,
     checkAgentKey,
     streamsBody: (method, path) => method === 'POST' && STREAMED_UPLOAD_PATHS.has(path),
@@ -228,8 +237,10 @@ export async function startDaemon(
     checkTargetHost: (header) => upgradeTarget.check?.(header),
     checkAgentKey,
     guarded: restGuarded,
+    linkGuard: guard,
+    budget,
   });
-  const tcp = createTcpServer({ tls, dispatch: gate, limits: config.limits, guard, logger });
+  const tcp = createTcpServer({ tls, dispatch: gate, limits: config.limits, guard, budget, logger });
   // Every accepted socket of both listeners (HTTP, upgraded WSS, TCP), so that close() can end them:
   // server.close() alone waits for persistent clients to hang up, which they never do.
   const sockets = new Set<Socket>();
@@ -250,6 +261,11 @@ export async function startDaemon(
   const restPort = await listen(rest, config.restPort, config.listenAddress);
   const tcpPort = await listen(tcp, config.tcpPort, config.listenAddress);
   restBaseUrl = `https://${urlHost(config.listenAddress)}:${restPort}`;
+  const agentLink = await listenAgentLink(join(work, 'run', 'agent-link.sock'), rest);
+  if (agentLink === undefined)
+    logger.warn('svc-agent reaches svcd over loopback TCP: the path of its Unix socket link is too long', {
+      path: join(work, 'run', 'agent-link.sock'),
+    });
 
   // Cluster mode: the peer variables (SVC_SERVICE_<APP>_ADDR) come from the service registry, which
   // starts once the node has joined (below).
@@ -277,13 +293,19 @@ export async function startDaemon(
       ...Object.fromEntries(
         Object.entries(process.env).filter(
           (entry): entry is [string, string] =>
-            entry[0].startsWith('SVC_') && entry[0] !== 'SVC_BEARER_TOKEN' && entry[1] !== undefined,
+            entry[0].startsWith('SVC_') &&
+            entry[0] !== 'SVC_BEARER_TOKEN' &&
+            entry[0] !== 'SVC_AGENT_LINK' &&
+            entry[1] !== undefined,
         ),
       ),
       SVC_HOME: config.home,
       SVC_AUTH_MODE: config.authMode,
       SVC_ISSUER_PORT: String(config.issuerPort),
+      // svc-identity names the agent's port in svc-web's redirect URIs (`{agent_port}`).
+      SVC_AGENT_PORT: String(config.agentPort),
       SVC_AUTH_PASSWORD_FLOW: String(config.passwordFlow),
+      ...(agentLink === undefined ? {} : { SVC_AGENT_LINK: agentLink.path }),
       PATH: [dirname(process.execPath), process.env['PATH']].filter(Boolean).join(':'),
     },
     systemCwd: INSTALL_ROOT,
@@ -358,6 +380,7 @@ export async function startDaemon(
   if (workerSide !== undefined) forwarder.targets.addProvider(workerSide.targets.provider);
   const resolver: AccessResolver = {
     app: (name) => supervisor.access(name),
+    service: (name) => workerSide?.services.registered().includes(name) ?? false,
     subscription: (id) => events.owner(id),
     verifyProcessKey: (name, key) => supervisor.verifyProcessKey(name, key),
   };
@@ -386,7 +409,7 @@ export async function startDaemon(
       connections.authenticated(connection, principal.id, principal.expiresAt),
   });
   agentKey.check = (key) => supervisor.verifyProcessKey(AGENT_APP, key) === 'ok';
-  resolvePreflight(createPreflight(router, auth));
+  resolvePreflight(createPreflight(router, auth, resolver));
   // At debug level every request is logged (method, path without query, status): the line an
   // operator turns on with POST /svc/config {"BaseConfig": {"LogLevel": "DEBUG"}}.
   const apiLog = logger.child({ component: 'api' });
@@ -453,6 +476,7 @@ export async function startDaemon(
             new Promise<void>((resolve) => tcp.close(() => resolve())),
           ]);
           for (const socket of sockets) socket.destroy();
+          await agentLink?.close();
           await closed;
         });
         await step('close events', () => {

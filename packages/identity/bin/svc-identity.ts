@@ -15,8 +15,13 @@ import {
   InMemorySessionRegistry,
   loadOrCreateAdminTls,
 } from '../src/admin/index.ts';
-import { loadCredentials, loadMasterKey, writeFileAtomic } from '../src/credentials/index.ts';
-import { IdentityState, loadIdentitySettings, startIdentityServer } from '../src/provider/index.ts';
+import { loadCredentials, loadMasterKey, writeFileAtomic, writeRelayKey } from '../src/credentials/index.ts';
+import {
+  IdentityState,
+  SignInThrottle,
+  loadIdentitySettings,
+  startIdentityServer,
+} from '../src/provider/index.ts';
 import { INSTALL_ROOT } from '../src/install-root.ts';
 import { UserStore } from '../src/store/user-store.ts';
 
@@ -44,6 +49,8 @@ try {
   });
   // Grants are listed (and revocable) as sessions through the admin gRPC API.
   const sessions = new InMemorySessionRegistry();
+  // A new key per start: svc-agent reads it for each request it relays (forwarded addresses).
+  const relayKey = await writeRelayKey(settings.workDir);
   const server = await startIdentityServer({
     sessions,
     host: settings.host,
@@ -55,6 +62,8 @@ try {
     secrets,
     state,
     webRedirectUris: settings.webRedirectUris,
+    relayKey,
+    throttle: new SignInThrottle({ limits: settings.signInThrottle }),
     log: (level, message, fields) => log(level, message, fields),
   });
   const grpc = await startAdminGrpcServer({

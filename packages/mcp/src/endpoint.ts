@@ -3,7 +3,9 @@
 // resource metadata at /.well-known/oauth-protected-resource/mcp); svcd itself verifies it
 // (GET /svc/principal/self), so a token for another audience is refused as it would be by REST.
 // A session belongs to the principal that opened it: another principal's request for it is 404.
-// Sessions are bounded in number and expire when idle; nothing is held for a peer without a token.
+// Only an active principal whose roles grant a permission some tool needs may open or use one
+// (principal-check.ts); sessions are bounded per principal and in all, a full table gives way
+// fairly, idle ones expire (session-table.ts); nothing is held for a peer without a token.
 import { createHash, randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
@@ -20,6 +22,7 @@ import {
   SubscribeRequestSchema,
   UnsubscribeRequestSchema,
 } from '@modelcontextprotocol/sdk/types.js';
+import { EventFeeds, type EventConnector } from './event-feed.ts';
 import {
   appOfUri,
   OUTPUT_URI_TEMPLATE,
@@ -28,6 +31,8 @@ import {
   readLatestOutput,
   ResourceError,
 } from './output-resources.ts';
+import { refusalOf, selfViewOf, type SelfView } from './principal-check.ts';
+import { SessionTable, type SessionLimits } from './session-table.ts';
 import type { SvcdCaller } from './svcd.ts';
 import { TOOLS } from './tools.ts';
 
@@ -40,17 +45,20 @@ const VERIFY_CACHE_MS = 10_000;
 
 export interface McpEndpointOptions {
   call: SvcdCaller;
+  /** svcd's events (svcd-events.ts); without it, waiting output subscriptions use timers only. */
+  events?: EventConnector;
   log: (level: 'info' | 'warn', message: string) => void;
   version: string;
-  maxSessions?: number;
-  maxSessionsPerPrincipal?: number;
-  idleMs?: number;
+  /** REST.Limits.McpMaxSessions, McpMaxSessionsPerPrincipal, McpSessionIdleMs (svcd's config). */
+  limits: SessionLimits;
 }
 
 export interface McpEndpoint {
   /** Handles a request to /mcp; `base` is the public origin the client used (`https://host:port`). */
   handle(req: IncomingMessage, res: ServerResponse, base: string): Promise<void>;
   readonly sessions: number;
+  /** Open event connections to svcd (one per principal with a waiting output subscription). */
+  readonly eventConnections: number;
   close(): Promise<void>;
 }
 
@@ -59,6 +67,8 @@ interface Session {
   principal: string;
   token: string;
   lastSeen: number;
+  used: number;
+  busy: number;
   transport: StreamableHTTPServerTransport;
   server: Server;
   outputs: OutputSubscriptions;
@@ -123,155 +133,206 @@ function sendJsonRpcError(res: ServerResponse, failure: HttpFailure): void {
   res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message: failure.message }, id: null }));
 }
 
-export function createMcpEndpoint(options: McpEndpointOptions): McpEndpoint {
-  const sessions = new Map<string, Session>();
-  const verified = new Map<string, { principal: string; until: number }>();
-  const maxSessions = options.maxSessions ?? 256;
-  const perPrincipal = options.maxSessionsPerPrincipal ?? 16;
-  const idleMs = options.idleMs ?? 30 * 60_000;
-
-  const sweep = setInterval(() => {
-    const now = Date.now();
-    for (const session of sessions.values()) if (now - session.lastSeen > idleMs) void closeSession(session);
-    for (const [key, entry] of verified) if (entry.until < now) verified.delete(key);
-  }, 60_000);
-  sweep.unref();
-
-  async function closeSession(session: Session): Promise<void> {
-    sessions.delete(session.id);
-    session.outputs.close();
-    await session.transport.close().catch(() => undefined);
-  }
-
-  /** The principal of a bearer, as svcd sees it. */
-  async function principalOf(token: string, base: string): Promise<string> {
+/**
+ * The caller as svcd sees it (its principal, roles, permissions, status), asked with its own bearer
+ * (GET /svc/principal/self) and trusted for VERIFY_CACHE_MS per token.
+ */
+function principalVerifier(call: SvcdCaller): {
+  selfOf(token: string, base: string): Promise<SelfView>;
+  forgetExpired(now: number): void;
+} {
+  const verified = new Map<string, { self: SelfView; until: number }>();
+  async function selfOf(token: string, base: string): Promise<SelfView> {
     const key = createHash('sha256').update(token).digest('base64');
     const cached = verified.get(key);
-    if (cached !== undefined && cached.until > Date.now()) return cached.principal;
-    const answer = await options
-      .call({ method: 'GET', path: '/svc/principal/self', token })
-      .catch((error: unknown) => {
+    if (cached !== undefined && cached.until > Date.now()) return cached.self;
+    const answer = await call({ method: 'GET', path: '/svc/principal/self', token }).catch(
+      (error: unknown) => {
         throw new HttpFailure(
           503,
           `svcd is not reachable (${error instanceof Error ? error.message : String(error)})`,
         );
-      });
+      },
+    );
     if (answer.status === 401)
       throw new HttpFailure(401, 'the token was refused', {
         'www-authenticate': `Bearer resource_metadata="${base}${MCP_METADATA_PATH}", error="invalid_token"`,
       });
     if (answer.status !== 200)
       throw new HttpFailure(answer.status === 403 ? 403 : 503, `svcd answered ${answer.status}`);
-    const principal = (JSON.parse(answer.body.toString('utf8')) as { principal_id: string }).principal_id;
+    let self: SelfView | undefined;
+    try {
+      self = selfViewOf(JSON.parse(answer.body.toString('utf8')));
+    } catch {
+      self = undefined;
+    }
+    if (self === undefined) throw new HttpFailure(503, 'svcd answered an unexpected principal record');
     if (verified.size > 10_000) verified.clear();
-    verified.set(key, { principal, until: Date.now() + VERIFY_CACHE_MS });
-    return principal;
+    verified.set(key, { self, until: Date.now() + VERIFY_CACHE_MS });
+    return self;
   }
+  return {
+    selfOf,
+    forgetExpired(now) {
+      for (const [key, entry] of verified) if (entry.until < now) verified.delete(key);
+    },
+  };
+}
 
-  function newServer(session: () => Session): Server {
-    const server = new Server(
-      { name: 'svc', version: options.version },
+/** The MCP server of one session: tools, the output resources, subscriptions. */
+function newServer(options: McpEndpointOptions, session: () => Session): Server {
+  const server = new Server(
+    { name: 'svc', version: options.version },
+    {
+      capabilities: { tools: {}, resources: { subscribe: true } },
+      instructions:
+        "svc runs and supervises applications on this host. Tools act with the signed-in person's rights; output is returned in windows with the byte position to continue from.",
+    },
+  );
+  const context = (signal: AbortSignal) => ({ call: options.call, token: session().token, signal });
+  server.setRequestHandler(ListToolsRequestSchema, () => ({
+    tools: TOOLS.map(({ name, description, inputSchema }) => ({ name, description, inputSchema })),
+  }));
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+    const tool = TOOLS.find((t) => t.name === request.params.name);
+    if (tool === undefined)
+      throw new McpError(ErrorCode.InvalidParams, `unknown tool ${request.params.name.slice(0, 100)}`);
+    const input = request.params.arguments ?? {};
+    return tool.call(input, context(extra.signal));
+  });
+  server.setRequestHandler(ListResourceTemplatesRequestSchema, () => ({
+    resourceTemplates: [
       {
-        capabilities: { tools: {}, resources: { subscribe: true } },
-        instructions:
-          "svc runs and supervises applications on this host. Tools act with the signed-in person's rights; output is returned in windows with the byte position to continue from.",
+        uriTemplate: OUTPUT_URI_TEMPLATE,
+        name: 'Application output',
+        description: 'The latest output of an application; subscribe to be told when there is more.',
+        mimeType: 'text/plain',
       },
-    );
-    const context = (signal: AbortSignal) => ({ call: options.call, token: session().token, signal });
-    server.setRequestHandler(ListToolsRequestSchema, () => ({
-      tools: TOOLS.map(({ name, description, inputSchema }) => ({ name, description, inputSchema })),
-    }));
-    server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
-      const tool = TOOLS.find((t) => t.name === request.params.name);
-      if (tool === undefined)
-        throw new McpError(ErrorCode.InvalidParams, `unknown tool ${request.params.name.slice(0, 100)}`);
-      const input = request.params.arguments ?? {};
-      return tool.call(input, context(extra.signal));
+    ],
+  }));
+  server.setRequestHandler(ListResourcesRequestSchema, async (_request, extra) => {
+    const answer = await options.call({
+      method: 'GET',
+      path: '/svc/applications',
+      token: session().token,
+      signal: extra.signal,
     });
-    server.setRequestHandler(ListResourceTemplatesRequestSchema, () => ({
-      resourceTemplates: [
-        {
-          uriTemplate: OUTPUT_URI_TEMPLATE,
-          name: 'Application output',
-          description: 'The latest output of an application; subscribe to be told when there is more.',
-          mimeType: 'text/plain',
-        },
-      ],
-    }));
-    server.setRequestHandler(ListResourcesRequestSchema, async (_request, extra) => {
-      const answer = await options.call({
-        method: 'GET',
-        path: '/svc/applications',
-        token: session().token,
-        signal: extra.signal,
-      });
-      if (answer.status !== 200)
-        throw new McpError(ErrorCode.InternalError, `svcd answered ${answer.status}`);
-      const apps = JSON.parse(answer.body.toString('utf8')) as { name: string }[];
+    if (answer.status !== 200) throw new McpError(ErrorCode.InternalError, `svcd answered ${answer.status}`);
+    const apps = JSON.parse(answer.body.toString('utf8')) as { name: string }[];
+    return {
+      resources: apps.map((app) => ({
+        uri: outputUri(app.name),
+        name: `${app.name} output`,
+        mimeType: 'text/plain',
+      })),
+    };
+  });
+  server.setRequestHandler(ReadResourceRequestSchema, async (request) => {
+    const app = appOfUri(request.params.uri);
+    if (app === undefined) throw new McpError(ErrorCode.InvalidParams, 'unknown resource');
+    try {
+      const latest = await readLatestOutput(options.call, session().token, app);
       return {
-        resources: apps.map((app) => ({
-          uri: outputUri(app.name),
-          name: `${app.name} output`,
-          mimeType: 'text/plain',
-        })),
+        contents: [{ uri: request.params.uri, mimeType: 'text/plain', text: latest.text }],
+        _meta: { stdout_position_from: latest.from, stdout_position_to: latest.to },
       };
-    });
-    server.setRequestHandler(ReadResourceRequestSchema, async (request) => {
-      const app = appOfUri(request.params.uri);
-      if (app === undefined) throw new McpError(ErrorCode.InvalidParams, 'unknown resource');
-      try {
-        const latest = await readLatestOutput(options.call, session().token, app);
-        return {
-          contents: [{ uri: request.params.uri, mimeType: 'text/plain', text: latest.text }],
-          _meta: { stdout_position_from: latest.from, stdout_position_to: latest.to },
-        };
-      } catch (error) {
-        throw new McpError(ErrorCode.InvalidParams, error instanceof Error ? error.message : String(error));
-      }
-    });
-    server.setRequestHandler(SubscribeRequestSchema, async (request) => {
-      try {
-        await session().outputs.subscribe(request.params.uri);
-      } catch (error) {
-        if (error instanceof ResourceError) throw new McpError(ErrorCode.InvalidParams, error.message);
-        throw error;
-      }
-      return {};
-    });
-    server.setRequestHandler(UnsubscribeRequestSchema, (request) => {
-      session().outputs.unsubscribe(request.params.uri);
-      return {};
-    });
-    return server;
+    } catch (error) {
+      throw new McpError(ErrorCode.InvalidParams, error instanceof Error ? error.message : String(error));
+    }
+  });
+  server.setRequestHandler(SubscribeRequestSchema, async (request) => {
+    try {
+      await session().outputs.subscribe(request.params.uri);
+    } catch (error) {
+      if (error instanceof ResourceError) throw new McpError(ErrorCode.InvalidParams, error.message);
+      throw error;
+    }
+    return {};
+  });
+  server.setRequestHandler(UnsubscribeRequestSchema, (request) => {
+    session().outputs.unsubscribe(request.params.uri);
+    return {};
+  });
+  return server;
+}
+
+export function createMcpEndpoint(options: McpEndpointOptions): McpEndpoint {
+  const { limits } = options;
+  const sessions = new SessionTable<Session>(limits);
+  const verifier = principalVerifier(options.call);
+  const feeds = new EventFeeds(options.events);
+  /** Session uses so far: their order decides which session is the least recently used. */
+  let uses = 0;
+
+  // Expiry is checked at a quarter of the idle time (at most every minute): a session goes at most
+  // 1.25 × idleMs after its last request.
+  const sweep = setInterval(
+    () => {
+      const now = Date.now();
+      for (const session of sessions.expired(now)) void closeSession(session, 'idle');
+      verifier.forgetExpired(now);
+    },
+    Math.min(60_000, Math.max(250, Math.floor(limits.idleMs / 4))),
+  );
+  sweep.unref();
+
+  async function closeSession(session: Session, why: string): Promise<void> {
+    if (!sessions.remove(session)) return;
+    options.log('info', `MCP session of ${session.principal} closed (${why})`);
+    session.outputs.close();
+    await session.transport.close().catch(() => undefined);
   }
 
-  async function openSession(principal: string, token: string): Promise<StreamableHTTPServerTransport> {
-    if (sessions.size >= maxSessions) throw new HttpFailure(503, 'too many MCP sessions');
-    if ([...sessions.values()].filter((s) => s.principal === principal).length >= perPrincipal)
-      throw new HttpFailure(429, `at most ${perPrincipal} MCP sessions per principal`);
-    const session = { id: '', principal, token, lastSeen: Date.now() } as Session;
-    const transport = new StreamableHTTPServerTransport({
-      sessionIdGenerator: () => randomUUID(),
-      onsessioninitialized: (id) => {
-        session.id = id;
-        sessions.set(id, session);
-      },
-    });
-    const server = newServer(() => session);
+  /** Admits a session for `principal` (closing the one the table gives up) and connects it. */
+  async function openSession(principal: string, token: string, res: ServerResponse): Promise<Session> {
+    const admission = sessions.admit(principal);
+    if (!admission.admit) throw new HttpFailure(admission.status, admission.message);
+    if (admission.evict !== undefined)
+      void closeSession(
+        admission.evict,
+        admission.evict.principal === principal
+          ? `${principal} opened a new one at its cap of ${limits.perPrincipal}`
+          : `the table was full (${limits.maxSessions}) and ${admission.evict.principal} held the most`,
+      );
+    // The slot is taken before anything is awaited: concurrent initializes are counted.
+    const id = randomUUID();
+    const session = { id, principal, token, lastSeen: Date.now(), used: 0, busy: 0 } as Session;
+    sessions.add(session);
+    track(session, res);
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => id });
+    const server = newServer(options, () => session);
     session.transport = transport;
     session.server = server;
-    session.outputs = new OutputSubscriptions(
-      options.call,
-      () => session.token,
-      (uri) => server.sendResourceUpdated({ uri }),
-      (message) => options.log('info', message),
-    );
+    session.outputs = new OutputSubscriptions({
+      call: options.call,
+      token: () => session.token,
+      watch: (app) => feeds.watch(session.principal, session.token, app),
+      updated: (uri) => server.sendResourceUpdated({ uri }),
+      log: (message) => options.log('info', message),
+    });
     transport.onclose = () => {
-      if (session.id !== '') sessions.delete(session.id);
+      sessions.remove(session);
       session.outputs.close();
     };
     await server.connect(transport);
-    return transport;
+    return session;
+  }
+
+  /** Counts the request in flight until its response closes (an event stream stays open). */
+  function track(session: Session, res: ServerResponse): void {
+    session.busy += 1;
+    session.lastSeen = Date.now();
+    session.used = ++uses;
+    res.once('close', () => {
+      session.busy -= 1;
+      session.lastSeen = Date.now();
+    });
+  }
+
+  /** Closes every session of a principal svcd no longer lets hold one. */
+  function refuse(self: SelfView, reason: string): never {
+    for (const session of sessions.ofPrincipal(self.principal_id)) void closeSession(session, reason);
+    throw new HttpFailure(403, reason);
   }
 
   return {
@@ -285,7 +346,10 @@ export function createMcpEndpoint(options: McpEndpointOptions): McpEndpoint {
             allow: 'GET, POST, DELETE',
           });
         const token = tokenOf(req, base);
-        const principal = await principalOf(token, base);
+        const self = await verifier.selfOf(token, base);
+        const refusal = refusalOf(self);
+        if (refusal !== undefined) refuse(self, refusal);
+        const principal = self.principal_id;
         const id = req.headers['mcp-session-id'];
         const body = req.method === 'POST' ? await readBody(req) : undefined;
         const auth = { token, clientId: 'svc-mcp-user', scopes: [], extra: { principal } };
@@ -295,7 +359,7 @@ export function createMcpEndpoint(options: McpEndpointOptions): McpEndpoint {
           if (session === undefined || session.principal !== principal)
             throw new HttpFailure(404, 'Session not found');
           session.token = token;
-          session.lastSeen = Date.now();
+          track(session, res);
           await session.transport.handleRequest(Object.assign(req, { auth }), res, body);
           return;
         }
@@ -304,8 +368,10 @@ export function createMcpEndpoint(options: McpEndpointOptions): McpEndpoint {
             400,
             'Bad Request: no valid session ID provided (send an initialize request first)',
           );
-        const transport = await openSession(principal, token);
-        await transport.handleRequest(Object.assign(req, { auth }), res, body);
+        const session = await openSession(principal, token, res);
+        await session.transport.handleRequest(Object.assign(req, { auth }), res, body);
+        // An initialize the transport did not accept leaves no session behind.
+        if (session.transport.sessionId === undefined) void closeSession(session, 'initialize failed');
       } catch (error) {
         if (error instanceof HttpFailure) sendJsonRpcError(res, error);
         else {
@@ -317,9 +383,13 @@ export function createMcpEndpoint(options: McpEndpointOptions): McpEndpoint {
         }
       }
     },
+    get eventConnections() {
+      return feeds.size;
+    },
     async close() {
       clearInterval(sweep);
-      await Promise.all([...sessions.values()].map((session) => closeSession(session)));
+      await Promise.all([...sessions.values()].map((session) => closeSession(session, 'shutdown')));
+      await feeds.close();
     },
   };
 }

@@ -10,6 +10,7 @@ import {
   decodeResponse,
   encodeRequest,
   encodeResponse,
+  encodeResponseParts,
 } from './codec.ts';
 import type { MessageErrorReason } from './codec.ts';
 import type { Request, Response } from './messages.ts';
@@ -114,6 +115,15 @@ describe('encoders', () => {
     expect(empty.subarray(-2).toString('hex')).toBe('c400');
     const buf = encodeResponse(response({ body: Buffer.from([9, 8]) }));
     expect(buf.subarray(-4).toString('hex')).toBe('c4020908');
+  });
+
+  it('encode a body given in parts as one message, the parts kept as they are', () => {
+    const parts = [Buffer.from('[{"a":'), Buffer.from('1},'), Buffer.from('{"b":2}]')];
+    const pieces = encodeResponseParts(response(), parts);
+    expect(pieces.slice(-3)).toEqual(parts);
+    const decoded = decodeResponse(Buffer.concat(pieces));
+    expect(Buffer.from(decoded.body).toString('utf8')).toBe('[{"a":1},{"b":2}]');
+    expect({ ...decoded, body: undefined }).toEqual({ ...decodeResponse(encodeResponse(response())), body: undefined });
   });
 
   it('drop extra properties a caller left on the object', () => {

@@ -111,6 +111,25 @@ export function encodeResponse(response: Response): Buffer {
   });
 }
 
+/**
+ * A Response whose body is given in parts, encoded as parts: the message with an empty body, its
+ * `bin` header rewritten to the parts' total length (bin32, the form any reader takes for any
+ * length), then the parts themselves, never joined. Concatenated, the result equals
+ * `encodeResponse` of the same message with the joined body, except that the bin header is always
+ * bin32. `body` is the last key of a Response, so its bytes end the message.
+ */
+export function encodeResponseParts(response: Response, parts: readonly Uint8Array[]): Uint8Array[] {
+  const head = encodeResponse({ ...response, body: new Uint8Array(0) });
+  // An empty bin is `c4 00` (bin8, length 0) at the very end.
+  if (head[head.length - 2] !== 0xc4 || head[head.length - 1] !== 0x00)
+    throw new Error('encodeResponseParts: the encoded body is not the last field');
+  const total = parts.reduce((sum, part) => sum + part.byteLength, 0);
+  const binHeader = new Uint8Array(5);
+  binHeader[0] = 0xc6;
+  new DataView(binHeader.buffer).setUint32(1, total);
+  return [head.subarray(0, head.length - 2), binHeader, ...parts];
+}
+
 function pack(value: Record<string, unknown>): Buffer {
   // Safe to keep: without the `useBuffer` option msgpackr never writes over bytes it has returned.
   // A `Buffer` in Node; a plain `Uint8Array` where there is no `Buffer` (browsers).

@@ -72,6 +72,13 @@ export function encodeFrame(body: Uint8Array, maxBodyBytes: number = MAX_LENGTH_
 export interface FrameDecoderOptions {
   /** Bodies announced above this many bytes are rejected when their header arrives. Default: 256 MiB. */
   maxBodyBytes?: number;
+  /**
+   * Called with each announced body length (within `maxBodyBytes`) before any byte of that body is
+   * kept: return true to go on, false to hold (the decoder keeps what it has, decodes nothing more
+   * until `proceed()`; the caller stops reading meanwhile), or throw a FrameError to refuse the frame
+   * (the decoder is then dead). A server decides its memory budgets here.
+   */
+  admit?: (length: number) => boolean;
 }
 
 function checkedBound(max: number): number {
@@ -98,9 +105,24 @@ export class FrameDecoder {
   /** Body length of the frame whose header was read, or -1 while waiting for a header. */
   #bodyLength = -1;
   #failure: FrameError | undefined;
+  readonly #admit: ((length: number) => boolean) | undefined;
+  /** The frame whose header was read waits for `proceed()` (admit returned false). */
+  #held = false;
 
   constructor(options: FrameDecoderOptions = {}) {
     this.#maxBodyBytes = checkedBound(options.maxBodyBytes ?? DAEMON_MAX_BODY_BYTES);
+    this.#admit = options.admit;
+  }
+
+  /** Whether a frame waits for `proceed()`. */
+  get held(): boolean {
+    return this.#held;
+  }
+
+  /** Goes on with the held frame: the bodies complete with the bytes already pushed. */
+  proceed(): Buffer[] {
+    this.#held = false;
+    return this.push(Buffer.alloc(0));
   }
 
   /** The bound checked against each header read from now on (a daemon raises it once the peer authenticated). */
@@ -133,7 +155,7 @@ export class FrameDecoder {
       this.#buffered += chunk.byteLength;
     }
     const bodies: Buffer[] = [];
-    for (;;) {
+    while (!this.#held) {
       if (this.#bodyLength < 0) {
         if (this.#buffered < HEADER_SIZE) break;
         const header = this.#take(HEADER_SIZE);
@@ -158,6 +180,19 @@ export class FrameDecoder {
           );
         }
         this.#bodyLength = length;
+        if (this.#admit !== undefined) {
+          let go: boolean;
+          try {
+            go = this.#admit(length);
+          } catch (error) {
+            if (error instanceof FrameError) throw this.#fail(error);
+            throw error;
+          }
+          if (!go) {
+            this.#held = true;
+            break;
+          }
+        }
       }
       if (this.#buffered < this.#bodyLength) break;
       bodies.push(this.#take(this.#bodyLength));

@@ -12,8 +12,9 @@
  * holds nothing, or when its socket file is gone (the run dir was deleted).
  *
  * Protocol: length-prefixed frames (u32 little-endian payload length, then the payload: u8 type and
- * the fields of that type), documented in README.md. Any malformed or oversized frame closes that
- * connection; nothing a peer sends can end the spawner.
+ * the fields of that type), defined in spec/spawner-protocol.md; spec/spawner-vectors.json holds
+ * the frames this file's decoder and encoder are tested against (test/frames-test.c). Any malformed
+ * or oversized frame closes that connection; nothing a peer sends can end the spawner.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -43,9 +44,10 @@ extern char **environ;
 
 #define PROTOCOL_VERSION 1u
 #define MAX_FRAME (8u * 1024u * 1024u) /* payload bytes; a larger header closes the connection */
+#define MIN_FRAME 5u                    /* type and request id: a smaller header closes it too */
 #define MAX_CLIENTS 8
 #define MAX_OUTPUT (64u * 1024u * 1024u) /* unsent bytes per client before it is dropped */
-#define MAX_LIST_COUNT 65536u
+#define MAX_STRINGS (1u << 20)          /* argv and env entries */
 #define MAX_GROUPS 65536u
 #define MAX_CGROUPS 16u
 
@@ -108,6 +110,13 @@ static void logf_(const char *format, ...) {
 
 /* ---- frames ------------------------------------------------------------------------------- */
 
+static uint32_t le32(const unsigned char *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* A frame header's payload length that may be read at all (else the connection is closed). */
+static int frame_length_ok(uint32_t len) { return len >= MIN_FRAME && len <= MAX_FRAME; }
+
 struct reader {
   const unsigned char *p;
   size_t left;
@@ -122,7 +131,7 @@ static uint8_t get_u8(struct reader *r) {
 
 static uint32_t get_u32(struct reader *r) {
   if (r->left < 4) { r->bad = 1; return 0; }
-  uint32_t v = (uint32_t)r->p[0] | (uint32_t)r->p[1] << 8 | (uint32_t)r->p[2] << 16 | (uint32_t)r->p[3] << 24;
+  uint32_t v = le32(r->p);
   r->p += 4;
   r->left -= 4;
   return v;
@@ -199,6 +208,73 @@ static void frame_begin(struct writer *w, uint8_t type) {
   put_u8(w, type);
 }
 
+/* Write the payload length into the reserved header: the frame is complete. */
+static void frame_end(struct writer *w) {
+  if (w->failed) return;
+  uint32_t payload = (uint32_t)(w->len - 4);
+  w->buf[0] = (unsigned char)payload;
+  w->buf[1] = (unsigned char)(payload >> 8);
+  w->buf[2] = (unsigned char)(payload >> 16);
+  w->buf[3] = (unsigned char)(payload >> 24);
+}
+
+/* The replies and events (spec/spawner-protocol.md), each as one complete frame in `w`. */
+
+static void encode_ok(struct writer *w, uint32_t req, int err) {
+  frame_begin(w, REP_OK);
+  put_u32(w, req);
+  put_u32(w, (uint32_t)err);
+  frame_end(w);
+}
+
+static void encode_hello(struct writer *w, uint32_t req, uint32_t version, uint32_t pid) {
+  frame_begin(w, REP_HELLO);
+  put_u32(w, req);
+  put_u32(w, version);
+  put_u32(w, pid);
+  frame_end(w);
+}
+
+static void encode_spawned(struct writer *w, uint32_t req, uint32_t id, uint32_t pid) {
+  frame_begin(w, REP_SPAWNED);
+  put_u32(w, req);
+  put_u32(w, id);
+  put_u32(w, pid);
+  frame_end(w);
+}
+
+static void encode_spawn_failed(struct writer *w, uint32_t req, uint8_t stage, int err) {
+  frame_begin(w, REP_SPAWN_FAILED);
+  put_u32(w, req);
+  put_u8(w, stage);
+  put_u32(w, (uint32_t)err);
+  frame_end(w);
+}
+
+static void encode_list(struct writer *w, uint32_t req, const struct entry *list, size_t n) {
+  frame_begin(w, REP_LIST);
+  put_u32(w, req);
+  put_u32(w, (uint32_t)n);
+  for (size_t i = 0; i < n; i++) {
+    put_u32(w, list[i].id);
+    put_u32(w, (uint32_t)list[i].pid);
+    put_u8(w, (uint8_t)list[i].exited);
+    put_u32(w, (uint32_t)list[i].code);
+    put_u64(w, list[i].exited_ms);
+    put_str(w, list[i].tag, list[i].tag_len);
+  }
+  frame_end(w);
+}
+
+static void encode_exit(struct writer *w, const struct entry *e) {
+  frame_begin(w, EV_EXIT);
+  put_u32(w, e->id);
+  put_u32(w, (uint32_t)e->pid);
+  put_u32(w, (uint32_t)e->code);
+  put_u64(w, e->exited_ms);
+  frame_end(w);
+}
+
 static void drop_client(struct client *c) {
   if (c->fd < 0) return;
   close(c->fd);
@@ -222,14 +298,9 @@ static void flush_client(struct client *c) {
   }
 }
 
-/* Finish the frame (length) and queue it for `c`; a client that does not read is dropped. */
+/* Queue a complete frame (frame_end) for `c` and free it; a client that does not read is dropped. */
 static void frame_send(struct client *c, struct writer *w) {
   if (w->failed || c->fd < 0) { free(w->buf); return; }
-  uint32_t payload = (uint32_t)(w->len - 4);
-  w->buf[0] = (unsigned char)payload;
-  w->buf[1] = (unsigned char)(payload >> 8);
-  w->buf[2] = (unsigned char)(payload >> 16);
-  w->buf[3] = (unsigned char)(payload >> 24);
   if (c->out_len + w->len > MAX_OUTPUT) {
     logf_("svc-spawner: client does not read its replies; disconnected");
     drop_client(c);
@@ -321,7 +392,7 @@ static void free_strings(char **list, uint32_t n) {
   free(list);
 }
 
-static void free_request(struct spawn_request *s) {
+static void free_spawn(struct spawn_request *s) {
   free(s->tag);
   free(s->file);
   free(s->cwd);
@@ -351,8 +422,8 @@ static int parse_spawn(struct reader *r, struct spawn_request *s) {
   s->output = get_str(r, NULL);
   s->has_stdin = get_u8(r);
   if (s->has_stdin) s->stdin_data = get_bytes(r, &s->stdin_len);
-  s->argv = get_strings(r, &s->argc, 1u << 20);
-  s->envp = get_strings(r, &s->envc, 1u << 20);
+  s->argv = get_strings(r, &s->argc, MAX_STRINGS);
+  s->envp = get_strings(r, &s->envc, MAX_STRINGS);
   s->has_user = get_u8(r);
   if (s->has_user && !r->bad) {
     s->uid = (uid_t)get_u32(r);
@@ -405,8 +476,18 @@ static int stdin_fd_for(const struct spawn_request *s) {
   return fd;
 }
 
+/* Why a child never ran, as it reports it to its parent: u8 stage, i32 errno (little-endian). */
+static void status_bytes(unsigned char b[5], uint8_t stage, int err) {
+  b[0] = stage;
+  b[1] = (unsigned char)err;
+  b[2] = (unsigned char)(err >> 8);
+  b[3] = (unsigned char)(err >> 16);
+  b[4] = (unsigned char)(err >> 24);
+}
+
 static void child_fail(int err_fd, uint8_t stage, int err) {
-  unsigned char b[5] = {stage, (unsigned char)err, (unsigned char)(err >> 8), (unsigned char)(err >> 16), (unsigned char)(err >> 24)};
+  unsigned char b[5];
+  status_bytes(b, stage, err);
   ssize_t ignored = write(err_fd, b, sizeof b);
   (void)ignored;
   _exit(127);
@@ -471,10 +552,7 @@ static void run_child(const struct spawn_request *s, int in_fd, int out_fd, int 
 
 static void reply_failed(struct client *c, uint32_t req, uint8_t stage, int err) {
   struct writer w;
-  frame_begin(&w, REP_SPAWN_FAILED);
-  put_u32(&w, req);
-  put_u8(&w, stage);
-  put_u32(&w, (uint32_t)err);
+  encode_spawn_failed(&w, req, stage, err);
   frame_send(c, &w);
 }
 
@@ -520,8 +598,7 @@ static void handle_spawn(struct client *c, uint32_t req, struct spawn_request *s
     int status;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
-    int err = (int)((uint32_t)b[1] | (uint32_t)b[2] << 8 | (uint32_t)b[3] << 16 | (uint32_t)b[4] << 24);
-    reply_failed(c, req, b[0], err);
+    reply_failed(c, req, b[0], (int)le32(b + 1));
     return;
   }
   struct entry *e = add_entry(pid, s->tag, s->tag_len);
@@ -533,10 +610,7 @@ static void handle_spawn(struct client *c, uint32_t req, struct spawn_request *s
   }
   s->tag = NULL; /* owned by the entry now */
   struct writer w;
-  frame_begin(&w, REP_SPAWNED);
-  put_u32(&w, req);
-  put_u32(&w, e->id);
-  put_u32(&w, (uint32_t)pid);
+  encode_spawned(&w, req, e->id, (uint32_t)pid);
   frame_send(c, &w);
 }
 
@@ -544,82 +618,92 @@ static void handle_spawn(struct client *c, uint32_t req, struct spawn_request *s
 
 static void reply_ok(struct client *c, uint32_t req, int err) {
   struct writer w;
-  frame_begin(&w, REP_OK);
-  put_u32(&w, req);
-  put_u32(&w, (uint32_t)err);
+  encode_ok(&w, req, err);
   frame_send(c, &w);
+}
+
+/* A request as decoded from one payload (spec/spawner-protocol.md). */
+struct request {
+  uint8_t type;
+  uint32_t id;                /* request id, echoed by the reply */
+  uint32_t version;           /* HELLO: the client's protocol version */
+  uint32_t entry;             /* SIGNAL, ACK: the entry id */
+  uint8_t group, signal;      /* SIGNAL */
+  struct spawn_request spawn; /* SPAWN; free_spawn frees it, also after a failed parse */
+};
+
+/* Decode one payload (without its length header). -1: malformed, the connection must be closed. */
+static int parse_request(const unsigned char *payload, size_t len, struct request *q) {
+  struct reader r = {payload, len, 0};
+  memset(q, 0, sizeof *q);
+  q->type = get_u8(&r);
+  q->id = get_u32(&r);
+  if (r.bad) return -1;
+  switch (q->type) {
+  case REQ_HELLO:
+    q->version = get_u32(&r);
+    break;
+  case REQ_SPAWN:
+    return parse_spawn(&r, &q->spawn);
+  case REQ_SIGNAL:
+    q->entry = get_u32(&r);
+    q->group = get_u8(&r);
+    q->signal = get_u8(&r);
+    if (q->signal >= NSIG) return -1;
+    break;
+  case REQ_LIST:
+    break;
+  case REQ_ACK:
+    q->entry = get_u32(&r);
+    break;
+  default:
+    return -1;
+  }
+  return r.bad || r.left != 0 ? -1 : 0;
 }
 
 /* One complete frame from `c`; returns -1 when the connection must be closed (protocol error). */
 static int handle_frame(struct client *c, const unsigned char *payload, size_t len) {
-  struct reader r = {payload, len, 0};
-  uint8_t type = get_u8(&r);
-  uint32_t req = get_u32(&r);
-  if (r.bad) return -1;
-  switch (type) {
-  case REQ_HELLO: {
-    uint32_t version = get_u32(&r);
-    if (r.bad || r.left != 0) return -1;
-    struct writer w;
-    frame_begin(&w, REP_HELLO);
-    put_u32(&w, req);
-    put_u32(&w, PROTOCOL_VERSION);
-    put_u32(&w, (uint32_t)self_pid);
+  struct request q;
+  if (parse_request(payload, len, &q) < 0) {
+    free_spawn(&q.spawn);
+    return -1;
+  }
+  struct writer w;
+  switch (q.type) {
+  case REQ_HELLO:
+    /* Whatever q.version: the client decides whether it can talk to this version. */
+    encode_hello(&w, q.id, PROTOCOL_VERSION, (uint32_t)self_pid);
     frame_send(c, &w);
-    (void)version; /* the client decides whether it can talk to this version */
-    return 0;
-  }
-  case REQ_SPAWN: {
-    struct spawn_request s;
-    int bad = parse_spawn(&r, &s);
-    if (bad == 0) handle_spawn(c, req, &s);
-    free_request(&s);
-    return bad;
-  }
+    break;
+  case REQ_SPAWN:
+    handle_spawn(c, q.id, &q.spawn);
+    break;
   case REQ_SIGNAL: {
-    uint32_t id = get_u32(&r);
-    uint8_t group = get_u8(&r);
-    uint8_t sig = get_u8(&r);
-    if (r.bad || r.left != 0 || sig >= NSIG) return -1;
-    struct entry *e = find_id(id);
+    struct entry *e = find_id(q.entry);
     int err = 0;
     /* Only a process not reaped yet: its pid (and so its group id) cannot have been reused. */
     if (e == NULL || e->exited) err = ESRCH;
-    else if (kill(group ? -e->pid : e->pid, sig) < 0) err = errno;
-    reply_ok(c, req, err);
-    return 0;
+    else if (kill(q.group ? -e->pid : e->pid, q.signal) < 0) err = errno;
+    reply_ok(c, q.id, err);
+    break;
   }
-  case REQ_LIST: {
-    if (r.left != 0) return -1;
-    struct writer w;
-    frame_begin(&w, REP_LIST);
-    put_u32(&w, req);
-    put_u32(&w, (uint32_t)entry_count);
-    for (size_t i = 0; i < entry_count; i++) {
-      put_u32(&w, entries[i].id);
-      put_u32(&w, (uint32_t)entries[i].pid);
-      put_u8(&w, (uint8_t)entries[i].exited);
-      put_u32(&w, (uint32_t)entries[i].code);
-      put_u64(&w, entries[i].exited_ms);
-      put_str(&w, entries[i].tag, entries[i].tag_len);
-    }
+  case REQ_LIST:
+    encode_list(&w, q.id, entries, entry_count);
     frame_send(c, &w);
-    return 0;
-  }
+    break;
   case REQ_ACK: {
-    uint32_t id = get_u32(&r);
-    if (r.bad || r.left != 0) return -1;
-    struct entry *e = find_id(id);
+    struct entry *e = find_id(q.entry);
     int err = 0;
     if (e == NULL) err = ESRCH;
     else if (!e->exited) err = EBUSY; /* a running process is never forgotten */
     else remove_entry(e);
-    reply_ok(c, req, err);
-    return 0;
+    reply_ok(c, q.id, err);
+    break;
   }
-  default:
-    return -1;
   }
+  free_spawn(&q.spawn);
+  return 0;
 }
 
 static void read_client(struct client *c) {
@@ -645,8 +729,8 @@ static void read_client(struct client *c) {
   size_t at = 0;
   while (c->fd >= 0 && c->in_len - at >= 4) {
     const unsigned char *h = c->in + at;
-    uint32_t len = (uint32_t)h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16 | (uint32_t)h[3] << 24;
-    if (len > MAX_FRAME || len < 5) {
+    uint32_t len = le32(h);
+    if (!frame_length_ok(len)) {
       logf_("svc-spawner: frame of %u bytes refused; connection closed", len);
       drop_client(c);
       return;
@@ -685,11 +769,7 @@ static void reap(void) {
     for (int i = 0; i < MAX_CLIENTS; i++) {
       if (clients[i].fd < 0) continue;
       struct writer w;
-      frame_begin(&w, EV_EXIT);
-      put_u32(&w, e->id);
-      put_u32(&w, (uint32_t)e->pid);
-      put_u32(&w, (uint32_t)e->code);
-      put_u64(&w, e->exited_ms);
+      encode_exit(&w, e);
       frame_send(&clients[i], &w);
     }
   }
@@ -747,6 +827,12 @@ static int read_exact(int fd, unsigned char *buf, size_t n) {
   return 0;
 }
 
+/* The one frame of `svc-spawner exec`: a well-formed SPAWN with no output path and no stdin. */
+static int parse_exec_request(const unsigned char *payload, size_t len, struct request *q) {
+  if (parse_request(payload, len, q) < 0 || q->type != REQ_SPAWN) return -1;
+  return q->spawn.output[0] != 0 || q->spawn.has_stdin ? -1 : 0;
+}
+
 /*
  * `svc-spawner exec <request-fd> <status-fd>`: the same privilege boundary for processes svcd starts
  * itself (in-process runner, health checks, file transfers). svcd starts this mode with an empty
@@ -764,24 +850,25 @@ static int exec_mode(const char *request_arg, const char *status_arg) {
   if (fcntl((int)status_fd, F_SETFD, FD_CLOEXEC) < 0) return 2;
   unsigned char header[4];
   if (read_exact((int)request_fd, header, 4) < 0) child_fail((int)status_fd, STAGE_STDIN, EPROTO);
-  uint32_t len = (uint32_t)header[0] | (uint32_t)header[1] << 8 | (uint32_t)header[2] << 16 | (uint32_t)header[3] << 24;
-  if (len > MAX_FRAME || len < 5) child_fail((int)status_fd, STAGE_STDIN, EMSGSIZE);
+  uint32_t len = le32(header);
+  if (!frame_length_ok(len)) child_fail((int)status_fd, STAGE_STDIN, EMSGSIZE);
   unsigned char *payload = malloc(len);
   if (payload == NULL) child_fail((int)status_fd, STAGE_STDIN, ENOMEM);
   if (read_exact((int)request_fd, payload, len) < 0) child_fail((int)status_fd, STAGE_STDIN, EPROTO);
   close((int)request_fd);
-  struct reader r = {payload, len, 0};
-  uint8_t type = get_u8(&r);
-  (void)get_u32(&r); /* request id: unused here */
-  struct spawn_request s;
-  if (r.bad || type != REQ_SPAWN || parse_spawn(&r, &s) < 0 || s.output[0] != 0 || s.has_stdin)
-    child_fail((int)status_fd, STAGE_STDIN, EPROTO);
-  enter_cgroups(&s, (int)status_fd);
-  become_and_exec(&s, (int)status_fd, -1);
+  struct request q; /* its request id is not used here */
+  if (parse_exec_request(payload, len, &q) < 0) child_fail((int)status_fd, STAGE_STDIN, EPROTO);
+  enter_cgroups(&q.spawn, (int)status_fd);
+  become_and_exec(&q.spawn, (int)status_fd, -1);
   return 127; /* not reached */
 }
 
-int main(int argc, char **argv) {
+/* test/frames-test.c includes this file with SPAWNER_MAIN defined, to give it a main of its own. */
+#ifndef SPAWNER_MAIN
+#define SPAWNER_MAIN main
+#endif
+
+int SPAWNER_MAIN(int argc, char **argv) {
   if (argc == 4 && strcmp(argv[1], "exec") == 0) return exec_mode(argv[2], argv[3]);
   if (argc != 2) {
     fprintf(stderr, "usage: svc-spawner <run-dir> | svc-spawner exec <request-fd> <status-fd>\n");

@@ -77,9 +77,9 @@ export interface WebHarness {
    * Signs `page` in as `role` through the real identity pages: opens the UI (unless the page is
    * already on it), follows its sign-in (a redirect or a "Sign in" button), fills the login form,
    * allows the consent page when it is shown, and returns once the UI is signed in (its header offers
-   * "Sign out").
+   * "Sign out"). `at` is the UI's base URL to sign in at (default `url`; e.g. a tunnel's port).
    */
-  signIn(page: Page, role: WebRole): Promise<void>;
+  signIn(page: Page, role: WebRole, at?: string): Promise<void>;
   /** A fresh access token of the role's user (password grant at the real issuer, 15 minutes). */
   token(role: WebRole): Promise<string>;
   /** REST through the agent as `role` (a fresh token per client, cached). */
@@ -134,17 +134,10 @@ async function completeIssuerSignIn(page: Page, user: BuiltinUser, appOrigin: st
   }
 }
 
-/**
- * The svc-web client's redirect URIs are exact (a `web` client), and by default name port 6060; the
- * agent's port is chosen here, before the start, so the identity's config can name it.
- */
-function oidcConfig(origin: string): string {
-  const uris = [`${origin}/`, `${origin}/auth/callback`, `${origin}/callback`];
-  return `OIDC:\n  web_redirect_uris:\n${uris.map((u) => `    - ${JSON.stringify(u)}\n`).join('')}`;
-}
-
 export async function startWebHarness(options: WebHarnessOptions = {}): Promise<WebHarness> {
   ensureWebBuild();
+  // A fixed, non-default agent port passed as SVC_AGENT_PORT, as an operator would set it: svc-web's
+  // default redirect URIs (the install root's config/oidc.yaml) must follow it (issue 25 M6).
   const agentPort = await freePort();
   const {
     daemon,
@@ -156,7 +149,7 @@ export async function startWebHarness(options: WebHarnessOptions = {}): Promise<
     tokenTtlSeconds: 900,
     users: [{ email: MAINTAINER_EMAIL, roles: ['svc-maintenance'] }],
     env: { ...options.env, SVC_AGENT_PORT: String(agentPort) },
-    files: { ...options.files, 'config/oidc.yaml': oidcConfig(`https://127.0.0.1:${agentPort}`) },
+    files: { ...options.files },
   });
   let browser: Browser;
   try {
@@ -170,7 +163,6 @@ export async function startWebHarness(options: WebHarnessOptions = {}): Promise<
     throw error;
   }
   const url = info.agent!;
-  const origin = new URL(url).origin;
   const users: Record<WebRole, BuiltinUser> = {
     'svc-admin': info.auth!.users['svc-admin'],
     'svc-viewer': info.auth!.users['svc-viewer'],
@@ -204,15 +196,16 @@ export async function startWebHarness(options: WebHarnessOptions = {}): Promise<
     pageErrors(page) {
       return errors.get(page) ?? [];
     },
-    async signIn(page, role) {
-      if (new URL(page.url()).origin !== origin) await page.goto(`${url}/`);
+    async signIn(page, role, at = url) {
+      const atOrigin = new URL(at).origin;
+      if (new URL(page.url()).origin !== atOrigin) await page.goto(`${atOrigin}/`);
       const login = page.locator('form[action$="/login"]');
       const button = page
         .getByRole('button', { name: /^sign in$/i })
         .or(page.getByRole('link', { name: /^sign in$/i }));
       await login.or(button).first().waitFor({ timeout: SIGN_IN_TIMEOUT_MS });
       if ((await login.count()) === 0) await button.first().click();
-      await completeIssuerSignIn(page, users[role], origin);
+      await completeIssuerSignIn(page, users[role], atOrigin);
       // Back on the UI, which exchanges the code for tokens: signed in once it offers to sign out.
       await page.getByRole('button', { name: SIGN_OUT }).waitFor({ timeout: SIGN_IN_TIMEOUT_MS });
     },

@@ -70,6 +70,7 @@ export function createDispatcher<S>(options: DispatcherOptions<S>): Dispatch {
 
   /** Pins the principal to the request's persistent connection (or refuses another one). */
   const pin = (request: ApiRequest, principal: Principal): Principal => {
+    request.authenticated?.();
     const connection = request.connection;
     if (connection !== undefined) {
       // The principal is pinned to a persistent connection (spec: client token contract).
@@ -114,13 +115,13 @@ export function createDispatcher<S>(options: DispatcherOptions<S>): Dispatch {
       const found = bearer ? principalOf(request) : undefined;
       const principal = found instanceof Promise ? await found : found;
       if (operation.connection === 'persistent' && connection === undefined)
-        throw new SvcError(
-          'persistent_connection_required',
-          'subscriptions need a persistent connection (TCP or WSS); plain HTTP cannot carry events',
-        );
+        throw persistentConnectionRequired();
       // The rule sees the raw query (and the parsed JSON body only when it names the application),
       // so that a caller who may not use the operation at all is refused (403) before the details
       // of its input are judged (400).
+      const spec = operation.body;
+      if (spec?.kind === 'json' && spec.maxBytes !== undefined && request.body.byteLength > spec.maxBytes)
+        throw new SvcError('payload_too_large', `request body exceeds ${spec.maxBytes} bytes`);
       const bodyNamesApp = access.kind === 'app' && access.app.from === 'body-copy';
       let json = bodyNamesApp ? parseJsonBody(request.body) : undefined;
       const raw: OperationInput = { params, query: request.query, body: json };
@@ -128,6 +129,7 @@ export function createDispatcher<S>(options: DispatcherOptions<S>): Dispatch {
         principal === undefined
           ? decideWithoutBearer(access, request, raw, resolver)
           : decide(access, principal, raw, resolver);
+      if (principal === undefined && access.kind !== 'public') request.authenticated?.(); // a process key
       if (!bodyNamesApp && operation.body?.kind === 'json') json = parseJsonBody(request.body);
       const input = validateInput(operation, request, params, json);
       return await operation.handle({ request, params, input, principal, grant, services });
@@ -137,6 +139,13 @@ export function createDispatcher<S>(options: DispatcherOptions<S>): Dispatch {
       return errorResponse(new SvcError('internal', 'internal error', { cause: error }));
     }
   };
+}
+
+export function persistentConnectionRequired(): SvcError {
+  return new SvcError(
+    'persistent_connection_required',
+    'subscriptions need a persistent connection (TCP or WSS); plain HTTP cannot carry events',
+  );
 }
 
 function validateInput<S>(

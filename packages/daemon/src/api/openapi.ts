@@ -43,6 +43,8 @@ export function describeRule(rule: AccessRule): string {
       return `${rule.permission}, creator of the subscription`;
     case 'app':
       return `${rule.permission} on the application`;
+    case 'visible-app':
+      return 'anyone who sees the application (without a token: registered services)';
   }
 }
 
@@ -105,6 +107,8 @@ function operationEntry(op: Operation<unknown>, schemas: SchemaCollector): Json 
     responses,
   };
   if (op.access.kind === 'public' || op.access.kind === 'process-key') entry['security'] = [];
+  // The bearer is optional: `{}` is the alternative without one.
+  if (op.access.kind === 'visible-app') entry['security'] = [{}, { bearer: [] }];
   const body = op.body;
   if (body?.kind === 'json')
     entry['requestBody'] = {
@@ -164,9 +168,11 @@ const ACCESS_KINDS = {
   authenticated: 'any valid bearer token, also of a tombstoned principal',
   permission:
     "an active principal holding `permission` and every permission in `also`; a tombstoned principal gets 403 principal_tombstoned. With `orProcessKeyOf`, a request carrying X-Svc-Process-Key is decided as that application's process key instead (as `process-key`)",
-  app: 'an active principal allowed `permission` on one application: app-manage-all, or it owns the app, or the app is shared with it (its `permission` list); app-view is also given by app-view-all; app-delete needs no permission for the owner; app-subscribe on any app also by app-view-all. `app.from`: `path` = the {name} parameter, `body-copy` = the body `name` when the body has no `command` (running a copy; needs `permission` and `app.needs` on the copied app; with `command` only `permission`). `missing`: `not-found` = 404 app_not_found, `new` = allowed, the caller will own it. System applications exist only for svc-admin (404 for others); `changes: true` refuses them to everyone (409 system_app). `withQuery`: with that query parameter present, that permission on the app as well',
+  app: "an active principal allowed `permission` on one application, in three steps so that no refusal tells whether an application the caller cannot see exists: (1) the permission itself, whatever the name, else 403 (app-view is also held through app-view-all or app-manage-all; app-delete is not asked: the owner needs none); (2) the application must be one the caller sees: its owner, everyone when it is shared (its `permission` tens digit read or write), holders of app-view-all or app-manage-all; system applications svc-admin only. Else 404 app_not_found with the message of a missing application (`missing: new`: a missing name becomes the caller's application, one it cannot see is 403); (3) on a seen application: app-manage-all, or it owns the app, or the app is shared with it; app-delete needs no permission for the owner; app-subscribe on any app also by app-view-all; else 403. `app.from`: `path` = the {name} parameter, `body-copy` = the body `name` when the body has no `command` (running a copy; needs `permission` and `app.needs` on the copied app; with `command` only `permission`). `missing`: `not-found` = 404 app_not_found, `new` = allowed, the caller will own it. `changes: true` refuses system applications to everyone (403 system_app). `withQuery`: with that query parameter present, that permission on the app as well",
   'subscription-owner':
-    'an active principal holding `permission` that created the subscription named by the subscription_id query parameter (of the {name} application when `app` is `path`); 404 not_found when there is none',
+    'an active principal holding `permission` (else 403) that created the subscription named by the subscription_id query parameter (of the {name} application when `app` is `path`); 404 not_found when there is none or another principal created it',
   'process-key':
     'no bearer: the X-Svc-Process-Key header of the current process of the application (`path`: the {name} application, `agent`: svc-agent), on a direct loopback connection',
+  'visible-app':
+    'anyone, with or without a bearer, about the {name} application if the caller sees it: a registered service (a cluster application with a port on this node; the registry publishes its name and this URL) is seen by everyone, any other application only by a bearer that sees it (as in `app`, step 2); every other name is 404 app_not_found with the message of a missing application. A bearer that is sent is verified (401 when invalid)',
 };

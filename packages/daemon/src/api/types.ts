@@ -55,6 +55,11 @@ export interface ApiRequest {
   readonly remoteAddress: string;
   readonly relayedByAgent?: boolean | undefined;
   readonly connection: PersistentConnection | undefined;
+  /**
+   * REST: called when the request proved a bearer or a process key (its connection is then no
+   * longer the first to be closed under a full connection cap; transports/connection-guard.ts).
+   */
+  readonly authenticated?: (() => void) | undefined;
 }
 
 export interface ApiResponse {
@@ -63,6 +68,11 @@ export interface ApiResponse {
   /** Content type; `application/json` unless stated. */
   contentType: string;
   body: Uint8Array;
+  /**
+   * The body in parts, shared between readers (api/app-listing.ts); `body` is then empty. Every
+   * transport writes them one after the other.
+   */
+  bodyParts?: readonly Uint8Array[] | undefined;
   /**
    * REST only (file download): the body as a stream, sent after the headers instead of `body`;
    * `headers['content-length']` says its length. Operations never return it on TCP or WSS.
@@ -87,6 +97,11 @@ export type BodySpec =
       /** What the spec shows when `schema` only pre-checks and a deeper validator runs later. */
       readonly doc?: z.ZodType;
       readonly errorCode?: 'bad_request' | 'invalid_app';
+      /**
+       * The largest body the operation reads, when smaller than `REST.Limits.MaxBodyBytes`: a REST
+       * request announcing more is answered 413 from its head, a TCP/WSS one 413 unparsed.
+       */
+      readonly maxBytes?: number;
     }
   /** Any content type, handed to the handler as bytes (task payloads and results). */
   | { readonly kind: 'raw'; readonly description: string };

@@ -1,10 +1,12 @@
 // The access rules as pure decisions: a principal, the validated input and a fake resolver.
 import { describe, expect, it } from 'vitest';
 import { BUILTIN_ROLES, SvcError, type Permission } from '@svc/protocol';
+import { operations } from '../api/operations/index.ts';
 import {
   decide,
   decideWithoutBearer,
   mayReadOutput,
+  needsBearer,
   seesApp,
   type AccessInput,
   type AccessResolver,
@@ -42,10 +44,13 @@ const APPS: Record<string, AppRecord> = {
   shared: { owner: 'alice', others: 'write', system: false },
   readable: { owner: 'alice', others: 'read', system: false },
   agent: { owner: undefined, others: 'deny', system: true },
+  /** A cluster app with a port, registered as a service of this node. */
+  web: { owner: 'alice', others: 'deny', system: false },
 };
 
 const resolver: AccessResolver = {
   app: (name) => APPS[name],
+  service: (name) => name === 'web',
   subscription: (id) =>
     id === 'sub-dev'
       ? { principalId: 'dev', app: 'devs' }
@@ -64,15 +69,19 @@ function input(
   return { params, query, body };
 }
 
-function outcome(fn: () => unknown): string {
+/** The refusal `fn` throws, or undefined when it allows. */
+function caught(fn: () => unknown): SvcError | undefined {
   try {
     fn();
-    return 'allow';
+    return undefined;
   } catch (error) {
     if (!(error instanceof SvcError)) throw error;
-    return error.code;
+    return error;
   }
 }
+
+const outcome = (fn: () => unknown): string => caught(fn)?.code ?? 'allow';
+const message = (fn: () => unknown): string => caught(fn)?.message ?? 'allowed';
 
 const onApp = (permission: Permission, extra: Partial<AccessRule & { kind: 'app' }> = {}): AccessRule => ({
   kind: 'app',
@@ -107,9 +116,21 @@ describe('per-application rules', () => {
     const rule = onApp('app-control');
     expect(outcome(() => decide(rule, dev, input({ name: 'devs' }), resolver))).toBe('allow');
     expect(outcome(() => decide(rule, dev, input({ name: 'shared' }), resolver))).toBe('allow');
-    expect(outcome(() => decide(rule, dev, input({ name: 'alices' }), resolver))).toBe('forbidden');
+    // dev does not see alice's private app: the answer of a missing one
+    expect(outcome(() => decide(rule, dev, input({ name: 'alices' }), resolver))).toBe('app_not_found');
     expect(outcome(() => decide(rule, maintenance, input({ name: 'alices' }), resolver))).toBe('allow');
     expect(outcome(() => decide(rule, viewer, input({ name: 'alices' }), resolver))).toBe('forbidden');
+  });
+  it('the permission comes first: without it every name is 403, existing or not', () => {
+    for (const name of ['devs', 'alices', 'shared', 'agent', 'nope'])
+      for (const permission of ['app-view', 'app-control', 'app-output-view', 'app-run-task'] as const)
+        expect(
+          outcome(() => decide(onApp(permission), bare, input({ name }), resolver)),
+          name,
+        ).toBe('forbidden');
+    expect(outcome(() => decide(onApp('app-control'), viewer, input({ name: 'nope' }), resolver))).toBe(
+      'forbidden',
+    );
   });
   it('a read share lets others view and read output, not control', () => {
     expect(outcome(() => decide(onApp('app-view'), dev, input({ name: 'readable' }), resolver))).toBe(
@@ -125,7 +146,8 @@ describe('per-application rules', () => {
   it('app-view-all views any app; app-view only mine', () => {
     const rule = onApp('app-view');
     expect(outcome(() => decide(rule, viewer, input({ name: 'alices' }), resolver))).toBe('allow');
-    expect(outcome(() => decide(rule, dev, input({ name: 'alices' }), resolver))).toBe('forbidden');
+    expect(outcome(() => decide(rule, maintenance, input({ name: 'alices' }), resolver))).toBe('allow');
+    expect(outcome(() => decide(rule, dev, input({ name: 'alices' }), resolver))).toBe('app_not_found');
     expect(outcome(() => decide(rule, bare, input({ name: 'devs' }), resolver))).toBe('forbidden');
   });
   it('system apps are 404 for everyone but svc-admin, and cannot be changed even by svc-admin', () => {
@@ -149,15 +171,28 @@ describe('per-application rules', () => {
     // replacing someone else's app needs app-manage-all
     expect(outcome(() => decide(register, dev, input({ name: 'alices' }), resolver))).toBe('forbidden');
     expect(outcome(() => decide(register, admin, input({ name: 'alices' }), resolver))).toBe('allow');
-    // a system app is not "missing" for a caller who cannot see it: still 404, never "new"
-    expect(outcome(() => decide(register, dev, input({ name: 'agent' }), resolver))).toBe('app_not_found');
+    // a name taken by an app the caller cannot see is never "new": 403, saying nothing of its owner
+    expect(outcome(() => decide(register, dev, input({ name: 'agent' }), resolver))).toBe('forbidden');
+    expect(message(() => decide(register, dev, input({ name: 'agent' }), resolver))).toBe(
+      'the application name agent is not available to this principal',
+    );
+    expect(message(() => decide(register, dev, input({ name: 'alices' }), resolver))).toBe(
+      'the application name alices is not available to this principal',
+    );
   });
   it('the owner deletes without app-delete; others need it and app-manage-all', () => {
     const rule = onApp('app-delete', { changes: true });
     expect(outcome(() => decide(rule, dev, input({ name: 'devs' }), resolver))).toBe('allow');
     expect(outcome(() => decide(rule, dev, input({ name: 'shared' }), resolver))).toBe('forbidden');
     expect(outcome(() => decide(rule, maintenance, input({ name: 'alices' }), resolver))).toBe('forbidden');
+    expect(outcome(() => decide(rule, viewer, input({ name: 'alices' }), resolver))).toBe('forbidden');
     expect(outcome(() => decide(rule, admin, input({ name: 'alices' }), resolver))).toBe('allow');
+    // whom the app is not visible to: the answer of a missing app
+    expect(outcome(() => decide(rule, dev, input({ name: 'alices' }), resolver))).toBe('app_not_found');
+    expect(outcome(() => decide(rule, maintenance, input({ name: 'agent' }), resolver))).toBe(
+      'app_not_found',
+    );
+    expect(outcome(() => decide(rule, bare, input({ name: 'nope' }), resolver))).toBe('app_not_found');
   });
   it('withQuery adds a permission only when the parameter is present', () => {
     const rule = onApp('app-reg', {
@@ -180,13 +215,72 @@ describe('per-application rules', () => {
     };
     expect(outcome(() => decide(rule, dev, input({}, {}, { command: 'true' }), resolver))).toBe('allow');
     expect(outcome(() => decide(rule, dev, input({}, {}, { name: 'devs' }), resolver))).toBe('allow');
-    expect(outcome(() => decide(rule, dev, input({}, {}, { name: 'alices' }), resolver))).toBe('forbidden');
+    expect(outcome(() => decide(rule, dev, input({}, {}, { name: 'alices' }), resolver))).toBe(
+      'app_not_found',
+    );
     expect(outcome(() => decide(rule, viewer, input({}, {}, { command: 'true' }), resolver))).toBe(
       'forbidden',
     );
     expect(outcome(() => decide(rule, dev, input({}, {}, { name: 'nope' }), resolver))).toBe('app_not_found');
+    // without the run permission, the name is not looked at
+    for (const name of ['devs', 'alices', 'nope'])
+      expect(outcome(() => decide(rule, viewer, input({}, {}, { name }), resolver))).toBe('forbidden');
     for (const hostile of [null, [], 'x', 7, { name: 42 }, {}])
       expect(outcome(() => decide(rule, dev, input({}, {}, hostile), resolver))).toBe('invalid_app');
+  });
+});
+
+describe('an application the caller does not see is answered as a missing one', () => {
+  const callers = { admin, maintenance, viewer, dev, bare, ghost };
+  // Every per-application operation of the table, for every caller: the same code and the same
+  // message (but for the name) for an app it cannot see as for a name nobody registered.
+  for (const op of operations) {
+    const rule = op.access;
+    if (rule.kind !== 'app' || rule.missing === 'new') continue;
+    it(`${op.id}`, () => {
+      const ask = (who: Principal, name: string): string => {
+        const at = rule.app.from === 'path' ? input({ name }) : input({}, {}, { name });
+        return `${outcome(() => decide(rule, who, at, resolver))}: ${message(() => decide(rule, who, at, resolver)).replace(name, '<name>')}`;
+      };
+      for (const [label, who] of Object.entries(callers)) {
+        const missing = ask(who, 'nope');
+        for (const name of Object.keys(APPS))
+          if (!seesApp(who, APPS[name]!)) expect(ask(who, name), `${label} ${name}`).toBe(missing);
+      }
+    });
+  }
+});
+
+describe('visible-app rules (the health endpoint)', () => {
+  const rule: AccessRule = { kind: 'visible-app' };
+  const anonymous = { query: {}, headers: {}, remoteAddress: '10.0.0.9' };
+  it('without a bearer only a registered service is seen; every other name is a missing one', () => {
+    expect(outcome(() => decideWithoutBearer(rule, anonymous, input({ name: 'web' }), resolver))).toBe(
+      'allow',
+    );
+    for (const name of ['alices', 'shared', 'agent', 'nope']) {
+      expect(outcome(() => decideWithoutBearer(rule, anonymous, input({ name }), resolver))).toBe(
+        'app_not_found',
+      );
+      expect(message(() => decideWithoutBearer(rule, anonymous, input({ name }), resolver))).toBe(
+        `no application named ${name}`,
+      );
+    }
+  });
+  it('with a bearer, the apps the principal sees, and the services', () => {
+    const at = (name: string) => input({ name });
+    expect(outcome(() => decide(rule, dev, at('devs'), resolver))).toBe('allow');
+    expect(outcome(() => decide(rule, dev, at('readable'), resolver))).toBe('allow');
+    expect(outcome(() => decide(rule, bare, at('web'), resolver))).toBe('allow');
+    expect(outcome(() => decide(rule, dev, at('alices'), resolver))).toBe('app_not_found');
+    expect(outcome(() => decide(rule, viewer, at('alices'), resolver))).toBe('allow');
+    expect(outcome(() => decide(rule, viewer, at('agent'), resolver))).toBe('app_not_found');
+    expect(outcome(() => decide(rule, admin, at('agent'), resolver))).toBe('allow');
+    expect(outcome(() => decide(rule, ghost, at('devs'), resolver))).toBe('principal_tombstoned');
+  });
+  it('a bearer is verified when one is sent, and only then', () => {
+    expect(needsBearer(rule, {})).toBe(false);
+    expect(needsBearer(rule, { authorization: 'Bearer x' })).toBe(true);
   });
 });
 
@@ -196,9 +290,10 @@ describe('subscription-owner rules', () => {
     expect(
       outcome(() => decide(rule, dev, input({ name: 'devs' }, { subscription_id: 'sub-dev' }), resolver)),
     ).toBe('allow');
+    // another principal's subscription: as if there were none
     expect(
       outcome(() => decide(rule, admin, input({ name: 'devs' }, { subscription_id: 'sub-dev' }), resolver)),
-    ).toBe('forbidden');
+    ).toBe('not_found');
     expect(
       outcome(() => decide(rule, dev, input({ name: 'alices' }, { subscription_id: 'sub-dev' }), resolver)),
     ).toBe('not_found');
@@ -266,6 +361,11 @@ describe('delivery decisions of the event hub', () => {
   it('sight of system apps and output follow the same rules', () => {
     expect(seesApp(viewer, APPS['agent']!)).toBe(false);
     expect(seesApp(admin, APPS['agent']!)).toBe(true);
+    expect(seesApp(viewer, APPS['alices']!)).toBe(true);
+    expect(seesApp(maintenance, APPS['alices']!)).toBe(true);
+    expect(seesApp(dev, APPS['alices']!)).toBe(false);
+    expect(seesApp(dev, APPS['readable']!)).toBe(true);
+    expect(seesApp(bare, APPS['shared']!)).toBe(true);
     expect(mayReadOutput(dev, APPS['devs']!)).toBe(true);
     expect(mayReadOutput(dev, APPS['alices']!)).toBe(false);
     expect(mayReadOutput(viewer, APPS['alices']!)).toBe(false);

@@ -41,10 +41,16 @@ export type AccessRule =
       readonly orProcessKeyOf?: 'agent';
     }
   /**
-   * An active principal allowed `permission` on one application (authorizeApp: app-manage-all, or
-   * owner, or shared through the tens digit of the app's `permission`; app-view also by app-view-all; app-delete
-   * by the owner without any permission). System applications exist only for svc-admin (404 for
-   * everyone else); with `changes: true` they cannot be changed at all (409 system_app).
+   * An active principal allowed `permission` on one application, decided in three steps so that a
+   * refusal never tells whether an application the caller cannot see exists:
+   * 1. the permission itself, whatever the name (403): app-view is also held through app-view-all
+   *    or app-manage-all; app-delete is not asked here (an owner deletes without it);
+   * 2. the application must be one the caller sees (`seesApp`), else 404 app_not_found, word for
+   *    word the answer for a name nobody registered (`missing: 'new'`: a missing name is the
+   *    caller's new app, an unseen one 403 "not available");
+   * 3. on a seen application, authorizeApp (app-manage-all, or owner, or shared through the tens
+   *    digit of its `permission`; 403 otherwise). With `changes: true` a system application (seen
+   *    by svc-admin only) cannot be changed at all (403 system_app).
    */
   | {
       readonly kind: 'app';
@@ -58,14 +64,24 @@ export type AccessRule =
     }
   /**
    * An active principal holding `permission` that created the subscription named by the
-   * `subscription_id` query parameter (of the `{name}` application when `app` is `path`).
+   * `subscription_id` query parameter (of the `{name}` application when `app` is `path`). Another
+   * principal's subscription is 404 not_found, as one that does not exist.
    */
   | { readonly kind: 'subscription-owner'; readonly permission: Permission; readonly app: 'path' | 'any' }
   /**
    * No bearer: the `X-Svc-Process-Key` of the application's current process, on a direct loopback
    * connection (`path`: the `{name}` application; `agent`: the system application svc-agent).
    */
-  | { readonly kind: 'process-key'; readonly app: 'path' | 'agent' };
+  | { readonly kind: 'process-key'; readonly app: 'path' | 'agent' }
+  /**
+   * Anyone, with or without a bearer, about the `{name}` application if the caller sees it: a
+   * registered service (a cluster app with a port on this node, whose name the registry publishes
+   * with this URL) is seen by everyone; any other application only by a bearer that sees it
+   * (`seesApp`). Every other name is 404 app_not_found, word for word the answer for a name nobody
+   * registered, so names cannot be enumerated without a token. A bearer that is sent is verified
+   * (401 when invalid).
+   */
+  | { readonly kind: 'visible-app' };
 
 /** What a rule may need to know of an application. */
 export interface AppRecord {
@@ -78,6 +94,8 @@ export interface AppRecord {
 /** Read-only lookups the rules need; the daemon backs them with the supervisor and event hub. */
 export interface AccessResolver {
   app(name: string): AppRecord | undefined;
+  /** Whether `name` is a service this node registered (cluster mode; its name is public). */
+  service(name: string): boolean;
   subscription(id: string): { readonly principalId: string; readonly app: string } | undefined;
   verifyProcessKey(app: string, key: string): KeyVerdict;
 }
@@ -106,9 +124,34 @@ export function seesSystemApps(principal: Principal): boolean {
   return principal.roles.includes('svc-admin');
 }
 
-/** Whether the principal sees the application at all (system apps: svc-admin only). */
+/**
+ * Whether the principal sees the application at all: system applications only svc-admin; any other
+ * its owner, everyone when the owner shared it (tens digit read or write), and holders of
+ * app-view-all or app-manage-all. An application the principal does not see answers 404 exactly as
+ * a missing one (CONTRACT §6; docs/security.md "What anonymous callers see; 403 and 404").
+ */
 export function seesApp(principal: Principal, app: AppRecord): boolean {
-  return !app.system || seesSystemApps(principal);
+  if (app.system) return seesSystemApps(principal);
+  if (app.owner !== undefined && app.owner === principal.id) return true;
+  if (app.others !== 'deny') return true;
+  return principal.permissions.has('app-view-all') || principal.permissions.has('app-manage-all');
+}
+
+/** The answer for an application the caller does not see, the same as for one that does not exist. */
+export function appNotFound(name: string): SvcError {
+  return new SvcError('app_not_found', `no application named ${name}`);
+}
+
+/** What a caller needs to use `permission` on any application at all (step 1 of an `app` rule). */
+function requireAppPermission(principal: Principal, permission: Permission): void {
+  // The owner deletes its own applications without app-delete (step 3 decides).
+  if (permission === 'app-delete') return;
+  if (
+    permission === 'app-view' &&
+    (principal.permissions.has('app-view-all') || principal.permissions.has('app-manage-all'))
+  )
+    return;
+  requirePermission(principal, permission);
 }
 
 /** Whether the principal may read the output (and STDOUT events) of the application. */
@@ -138,6 +181,7 @@ function requirePermission(principal: Principal, permission: Permission, why = '
 export function needsBearer(rule: AccessRule, headers: Readonly<Record<string, string>> = {}): boolean {
   if (rule.kind === 'permission' && rule.orProcessKeyOf !== undefined)
     return headers[PROCESS_KEY_HEADER] === undefined;
+  if (rule.kind === 'visible-app') return headers['authorization'] !== undefined;
   return rule.kind !== 'public' && rule.kind !== 'process-key';
 }
 
@@ -162,6 +206,11 @@ export function decideWithoutBearer(
   resolver: AccessResolver,
 ): Grant {
   if (rule.kind === 'public') return NO_GRANT;
+  if (rule.kind === 'visible-app') {
+    const name = input.params['name']!;
+    if (resolver.service(name)) return NO_GRANT;
+    throw appNotFound(name);
+  }
   if (rule.kind === 'permission' && rule.orProcessKeyOf !== undefined) {
     authenticateWorker(request, METRICS_READER_APP, (name, key) => resolver.verifyProcessKey(name, key));
     return NO_GRANT;
@@ -204,18 +253,49 @@ export function decide(
         throw new SvcError('invalid_query', 'subscription_id is required');
       const app = rule.app === 'path' ? input.params['name'] : undefined;
       const subscription = resolver.subscription(id);
-      if (subscription === undefined || (app !== undefined && subscription.app !== app))
+      // Another principal's subscription is not the caller's to know of: the same 404.
+      if (
+        subscription === undefined ||
+        subscription.principalId !== principal.id ||
+        (app !== undefined && subscription.app !== app)
+      )
         throw new SvcError(
           'not_found',
           `no subscription ${id.slice(0, 64)}${app === undefined ? '' : ` of ${app}`}`,
         );
-      if (subscription.principalId !== principal.id)
-        throw new SvcError('forbidden', 'only the principal that created a subscription may remove it');
       return grant;
     }
     case 'app':
       return { ...grant, app: decideApp(rule, principal, input, resolver) };
+    case 'visible-app': {
+      refuseTombstoned(principal);
+      const name = input.params['name']!;
+      const found = resolver.app(name);
+      if (resolver.service(name) || (found !== undefined && seesApp(principal, found))) return grant;
+      throw appNotFound(name);
+    }
   }
+}
+
+/**
+ * The part of `decide` that the head of a request settles (method, path, query, bearer): all of it
+ * for every rule but a run of a copy (`body-copy`), whose application is named in the body; of
+ * that one, the tombstone and the run permission itself, which both of its forms need. The REST
+ * transport calls it before reading a byte of the body (api/preflight.ts); the dispatcher still
+ * decides the whole rule on the full request. Throws SvcError to refuse.
+ */
+export function decideFromHead(
+  rule: AccessRule,
+  principal: Principal,
+  input: Omit<AccessInput, 'body'>,
+  resolver: AccessResolver,
+): void {
+  if (rule.kind === 'app' && rule.app.from === 'body-copy') {
+    refuseTombstoned(principal);
+    requirePermission(principal, rule.permission);
+    return;
+  }
+  decide(rule, principal, { ...input, body: undefined }, resolver);
 }
 
 function decideApp(
@@ -225,25 +305,23 @@ function decideApp(
   resolver: AccessResolver,
 ): AppRecord | undefined {
   refuseTombstoned(principal);
+  // 1. The permission, whatever the name: a caller without it learns nothing of any name.
+  if (rule.app.from === 'body-copy') requirePermission(principal, rule.permission);
+  else requireAppPermission(principal, rule.permission);
   const name = appNameOf(rule, input);
-  if (name === undefined) {
-    // A run of a new command: only the operation's own permission.
-    requirePermission(principal, rule.permission);
-    return undefined;
-  }
+  // A run of a new command: the operation's own permission is all.
+  if (name === undefined) return undefined;
+  // 2. An application the caller does not see is answered as a missing one.
   const found = resolver.app(name);
   const app = found !== undefined && seesApp(principal, found) ? found : undefined;
-  if (app === undefined && (rule.missing === 'not-found' || found !== undefined))
-    throw new SvcError('app_not_found', `no application named ${name}`);
+  if (app === undefined && rule.missing === 'not-found') throw appNotFound(name);
+  if (app === undefined && found !== undefined)
+    throw new SvcError('forbidden', `the application name ${name} is not available to this principal`);
+  // 3. What the caller may do on it (a new application will be the caller's own).
   if (app?.system === true && rule.changes)
     throw new SvcError('system_app', `${name} is a system application and cannot be changed through the API`);
-  // A new application will be owned by the caller.
   const subject = app ?? { owner: principal.id, others: 'deny' as const };
-  if (rule.app.from === 'body-copy') {
-    // Running a copy: the run permission itself, and `needs` on the application copied.
-    requirePermission(principal, rule.permission);
-    authorizeApp(principal, rule.app.needs, subject);
-  } else authorizeApp(principal, rule.permission, subject);
+  authorizeApp(principal, rule.app.from === 'body-copy' ? rule.app.needs : rule.permission, subject);
   if (rule.withQuery !== undefined && input.query[rule.withQuery.name] !== undefined)
     authorizeApp(principal, rule.withQuery.permission, subject);
   return app;

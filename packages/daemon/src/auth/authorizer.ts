@@ -38,7 +38,9 @@ const READ_SHARE: ReadonlySet<Permission> = new Set<Permission>([
 ]);
 
 /**
- * Per-application authorization. "mine" = the caller is the owner, or the owner shared the app
+ * Per-application authorization, step 3 of an `app` access rule: access-rules.ts has already
+ * checked the permission and that the caller sees the app (an app it does not see is the 404 of a
+ * missing one, never this function's 403). "mine" = the caller is the owner, or the owner shared the app
  * with other principals for this kind of action (`permission` tens digit: read covers viewing,
  * output, subscribing and running a copy; write covers every action). Rule table, checked top to bottom (a tombstoned principal is refused first):
  *

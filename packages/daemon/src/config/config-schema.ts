@@ -70,6 +70,24 @@ export const limitsSchema = z
       .number()
       .int()
       .min(64 * 1024),
+    /** MCP sessions (the agent's /mcp) in all, per principal, and the idle time that closes one. */
+    McpMaxSessions: z.number().int().min(1).max(100_000),
+    McpMaxSessionsPerPrincipal: z.number().int().min(1).max(10_000),
+    McpSessionIdleMs: z
+      .number()
+      .int()
+      .min(1000)
+      .max(24 * 3600_000),
+    /** From accept to the first request (TLS handshake included); silent connections are closed. */
+    HandshakeTimeoutMs: z.number().int().min(100),
+    /** Request bodies one TCP/WSS connection may have in flight (received or being handled). */
+    MaxInflightBytesPerConnection: z.number().int().min(64 * 1024),
+    /** Request bodies one principal (or one application's process key) may have in flight. */
+    MaxInflightBytesPerPrincipal: z.number().int().min(64 * 1024),
+    /** Request bodies without a principal (before authentication) one address may have in flight. */
+    MaxInflightBytesPerAddress: z.number().int().min(64 * 1024),
+    /** Request bodies in flight in all. */
+    MaxInflightBytes: z.number().int().min(64 * 1024),
   })
   .partial()
   .strict();
@@ -181,6 +199,11 @@ const flatSchema = z
           .number()
           .int()
           .min(64 * 1024),
+        handshake_timeout_ms: z.number().int().min(100),
+        max_inflight_bytes_per_connection: z.number().int().min(64 * 1024),
+        max_inflight_bytes_per_principal: z.number().int().min(64 * 1024),
+        max_inflight_bytes_per_address: z.number().int().min(64 * 1024),
+        max_inflight_bytes: z.number().int().min(64 * 1024),
       })
       .partial()
       .strict(),
@@ -222,6 +245,11 @@ export function fromFlat(flat: FlatDocument): ConfigDocument {
           RequestTimeoutMs: l.request_timeout_ms,
           IdleTimeoutMs: l.idle_timeout_ms,
           LogMaxBytes: l.log_max_bytes,
+          HandshakeTimeoutMs: l.handshake_timeout_ms,
+          MaxInflightBytesPerConnection: l.max_inflight_bytes_per_connection,
+          MaxInflightBytesPerPrincipal: l.max_inflight_bytes_per_principal,
+          MaxInflightBytesPerAddress: l.max_inflight_bytes_per_address,
+          MaxInflightBytes: l.max_inflight_bytes,
         });
   const ssl =
     flat.tls === undefined

@@ -38,6 +38,17 @@ export interface Limits {
   idleTimeoutMs: number;
   /** server.log rotates past this size (4 rotated files kept). */
   logMaxBytes: number;
+  /** The agent's MCP sessions: in all, per principal, idle time before one closes (docs/mcp.md). */
+  mcpMaxSessions: number;
+  mcpMaxSessionsPerPrincipal: number;
+  mcpSessionIdleMs: number;
+  /** From accept to the first request, TLS handshake included (connection-deadlines.ts). */
+  handshakeTimeoutMs: number;
+  /** In-flight request-body budgets (transports/inflight-budget.ts). */
+  maxInflightBytesPerConnection: number;
+  maxInflightBytesPerPrincipal: number;
+  maxInflightBytesPerAddress: number;
+  maxInflightBytes: number;
 }
 
 export interface DaemonConfig {
@@ -102,6 +113,14 @@ export const DEFAULT_LIMITS: Limits = {
   requestTimeoutMs: 120_000,
   idleTimeoutMs: 120_000,
   logMaxBytes: 16 * 1024 * 1024,
+  mcpMaxSessions: 256,
+  mcpMaxSessionsPerPrincipal: 16,
+  mcpSessionIdleMs: 5 * 60_000,
+  handshakeTimeoutMs: 5_000,
+  maxInflightBytesPerConnection: 64 * 1024 * 1024,
+  maxInflightBytesPerPrincipal: 128 * 1024 * 1024,
+  maxInflightBytesPerAddress: 16 * 1024 * 1024,
+  maxInflightBytes: 512 * 1024 * 1024,
 };
 
 export class ConfigError extends Error {
@@ -223,6 +242,17 @@ export async function loadConfig(env: NodeJS.ProcessEnv = process.env): Promise<
     requestTimeoutMs,
     idleTimeoutMs: fileLimits.IdleTimeoutMs ?? DEFAULT_LIMITS.idleTimeoutMs,
     logMaxBytes: fileLimits.LogMaxBytes ?? DEFAULT_LIMITS.logMaxBytes,
+    mcpMaxSessions: fileLimits.McpMaxSessions ?? DEFAULT_LIMITS.mcpMaxSessions,
+    mcpMaxSessionsPerPrincipal:
+      fileLimits.McpMaxSessionsPerPrincipal ?? DEFAULT_LIMITS.mcpMaxSessionsPerPrincipal,
+    mcpSessionIdleMs: fileLimits.McpSessionIdleMs ?? DEFAULT_LIMITS.mcpSessionIdleMs,
+    handshakeTimeoutMs: fileLimits.HandshakeTimeoutMs ?? DEFAULT_LIMITS.handshakeTimeoutMs,
+    maxInflightBytesPerConnection:
+      fileLimits.MaxInflightBytesPerConnection ?? DEFAULT_LIMITS.maxInflightBytesPerConnection,
+    maxInflightBytesPerPrincipal:
+      fileLimits.MaxInflightBytesPerPrincipal ?? DEFAULT_LIMITS.maxInflightBytesPerPrincipal,
+    maxInflightBytesPerAddress: fileLimits.MaxInflightBytesPerAddress ?? DEFAULT_LIMITS.maxInflightBytesPerAddress,
+    maxInflightBytes: fileLimits.MaxInflightBytes ?? DEFAULT_LIMITS.maxInflightBytes,
   };
 
   const forwardEnv = env['SVC_FORWARD_TARGETS'];

@@ -63,6 +63,16 @@ describe('decideForward', () => {
     });
   });
 
+  it('the health endpoint goes without a bearer when none is sent, and checks one that is', () => {
+    const health: RouteInfo = { operationId: 'getApplicationHealth', access: { kind: 'visible-app' } };
+    expect(decideForward(input({ 'x-target-host': 'node-b' }, health))).toMatchObject({
+      authenticate: false,
+    });
+    expect(
+      decideForward(input({ 'x-target-host': 'node-b', authorization: 'Bearer t' }, health)),
+    ).toMatchObject({ authenticate: true });
+  });
+
   it('refusals, in order, before anything is opened', () => {
     expect(refusal(() => decideForward(input({ 'x-target-host': 'a b' })))).toBe('invalid_target_host');
     expect(refusal(() => decideForward(input({ 'x-target-host': 'node-c' })))).toBe('target_not_allowed');

@@ -112,8 +112,12 @@ export function decideForward({ request, route, targets, self }: DecideInput): F
   return {
     kind: 'forward',
     target: resolved,
-    // Unknown routes fail closed: only a route this node knows to be public goes without a bearer.
-    authenticate: route?.access.kind !== 'public',
+    // Unknown routes fail closed: only a route this node knows to be public (or open to anyone
+    // without a token, when none is sent) goes without a bearer.
+    authenticate:
+      route === undefined ||
+      (route.access.kind !== 'public' &&
+        !(route.access.kind === 'visible-app' && request.headers['authorization'] === undefined)),
     channel: subscription === undefined ? 'pool' : 'session',
     subscription,
   };

@@ -113,6 +113,15 @@ export const LIMITS = {
   commandBytes: 64 * 1024,
   valueBytes: 64 * 1024,
   envEntries: 1000,
+  /**
+   * env and secret_env together, as the process receives them (`NAME=value` plus a NUL each): the
+   * kernel takes at most ~2 MiB of arguments and environment at exec, svc's own variables included.
+   */
+  envTotalBytes: 1024 * 1024,
+  /** The whole definition as JSON (secret values included): what one application may hold in memory. */
+  definitionBytes: 2 * 1024 * 1024,
+  /** The largest JSON body that carries one definition (twice the above, for whitespace and escapes). */
+  definitionBodyBytes: 4 * 1024 * 1024,
   metadataBytes: 1024 * 1024,
   metadataDepth: 64,
   descriptionBytes: 64 * 1024,
@@ -190,6 +199,13 @@ const fail = <T>(message: string): Result<T> => ({ ok: false, message });
 /** Whether `text` is longer than `max` bytes of UTF-8 (a huge string is rejected without encoding it). */
 function exceedsBytes(text: string, max: number): boolean {
   return text.length > max || Buffer.byteLength(text, 'utf8') > max;
+}
+
+/** Bytes of `NAME=value\0` entries, as execve receives an environment. */
+function environmentBytes(env: Readonly<Record<string, string>> | undefined): number {
+  let bytes = 0;
+  for (const [name, value] of Object.entries(env ?? {})) bytes += name.length + Buffer.byteLength(value) + 2;
+  return bytes;
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
@@ -738,6 +754,16 @@ function parseFrom(
     messages.push('resource_limit.memory_virt_mb: must be at least memory_mb');
   if (raw.depends_on?.includes(raw.name) === true)
     messages.push(`depends_on: an application cannot depend on itself (${raw.name})`);
+  // Totals of API input only: a file stored before these caps still loads (its next PUT must fit).
+  if (source === 'api') {
+    const envBytes = environmentBytes(raw.env) + environmentBytes(raw.secret_env);
+    if (envBytes > LIMITS.envTotalBytes)
+      messages.push(
+        `env: env and secret_env together must be at most ${LIMITS.envTotalBytes} bytes as the process receives them (NAME=value), got ${envBytes}`,
+      );
+    else if (exceedsBytes(JSON.stringify(body), LIMITS.definitionBytes))
+      messages.push(`(definition): must be at most ${LIMITS.definitionBytes} bytes as JSON`);
+  }
 
   // A masked value is what GET returned: keep the stored value, or refuse when there is none.
   const previousSecrets = options.previous?.secret_env ?? {};

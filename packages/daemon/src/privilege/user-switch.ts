@@ -17,7 +17,7 @@
 // equivalent permissions).
 import { spawn, type ChildProcess, type StdioNull, type StdioPipe } from 'node:child_process';
 import type { Writable } from 'node:stream';
-import { encodeSpawn } from '../supervisor/spawner/frames.ts';
+import { decodeExecStatus, encodeSpawn } from '../supervisor/spawner/frames.ts';
 import { defaultCwd, needsSwitch, type OsIdentity } from './os-user.ts';
 
 /** Why a process never ran: the helper's (stage, errno), or Node's spawn error. */
@@ -126,12 +126,8 @@ function statusOf(child: ChildProcess, statusFd: number): Promise<StartFailure |
     status.on('data', (chunk: Buffer) => chunks.push(chunk));
     status.on('error', () => undefined);
     status.once('close', () => {
-      const bytes = Buffer.concat(chunks);
-      resolve(
-        bytes.length >= 5
-          ? { kind: 'helper', stage: bytes[0] as number, errno: bytes.readInt32LE(1) }
-          : undefined,
-      );
+      const failed = decodeExecStatus(Buffer.concat(chunks));
+      resolve(failed === undefined ? undefined : { kind: 'helper', ...failed });
     });
   });
 }

@@ -9,7 +9,7 @@ import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { SvcError } from '@svc/protocol';
 import type { Logger } from '../log/logger.ts';
-import { othersAccess, parseAppDefinition } from '../model/app-definition.ts';
+import { othersAccess, parseAppDefinition, type AppDefinition } from '../model/app-definition.ts';
 import type { AdoptionRules } from '../privilege/adoption.ts';
 import { adoptByPid, adoptionRules, type PidAdoptionContext } from './adopt-pid.ts';
 import { AppStore, refuseReservedName } from './app-store.ts';
@@ -140,6 +140,10 @@ export class Supervisor implements SupervisorApi {
   get(name: string): AppView | undefined {
     const app = this.#apps.get(name);
     return app === undefined ? undefined : this.#view(app);
+  }
+
+  definition(name: string): AppDefinition | undefined {
+    return this.#apps.get(name)?.def;
   }
 
   access(name: string): ReturnType<SupervisorApi['access']> {

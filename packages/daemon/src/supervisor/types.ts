@@ -1,5 +1,6 @@
 // The supervisor as the API layer sees it. The operations in api/ call only this interface;
 // everything behind it (process runner, output store, snapshot, schedule) is the supervisor's own.
+import type { AppDefinition } from '../model/app-definition.ts';
 
 /** An application as returned by the API: the definition (without secret_env values) plus runtime fields. */
 export type AppView = Record<string, unknown> & { name: string };
@@ -59,6 +60,8 @@ export type SupervisorEvent =
 
 export interface SupervisorApi {
   list(): AppView[];
+  /** The registered definition of an app (the same object until it is replaced); undefined when none. */
+  definition(name: string): AppDefinition | undefined;
   /** undefined when no such app. */
   get(name: string): AppView | undefined;
   /** Owner of an app (principal id) and what others may do with it, for authorization. */

@@ -68,6 +68,12 @@ export function hasProcessKey(connection: WorkerConnection): boolean {
   return pinnedKeys.has(connection);
 }
 
+/** The application whose process key a bearer-less connection presented first, if any. */
+export function processKeyApp(connection: WorkerConnection): string | undefined {
+  const pinned = pinnedKeys.get(connection);
+  return pinned === undefined ? undefined : pinned.slice(0, pinned.indexOf('\0'));
+}
+
 /**
  * Accept a worker request for `app` or throw, in this order:
  * 1. a process-key-like query parameter → 400 obsolete_process_key (even with a valid header);

@@ -4,10 +4,31 @@
 // client's address from X-Forwarded-For: it counts the connection against that address, and a
 // process key is accepted when that address is loopback (a worker on this host reaching the task
 // RPC through the agent's port). The header is removed before anything else sees the request.
+// svc-agent reaches svcd over its own link, a Unix socket only svc's user can open
+// (`work/run/agent-link.sock`, docs/decisions.md): its connections never take a slot that anonymous
+// peers compete for; a socket of the link counts as this host (AGENT_LINK_ADDRESS).
 import { isIP } from 'node:net';
+// One header for the agent's proof to either upstream: its process key to svcd, the issuer relay
+// key to svc-identity (issue 25 M4).
+import { AGENT_KEY_HEADER } from '../../../identity/src/credentials/relay-key.ts';
 import { isLoopbackAddress } from '../tasks/worker-auth.ts';
 
-export const AGENT_KEY_HEADER = 'x-svc-agent-key';
+export { AGENT_KEY_HEADER };
+
+/** The address a socket of svc-agent's link (a Unix socket, no address of its own) stands for. */
+export const AGENT_LINK_ADDRESS = '127.0.0.1';
+
+const linkSockets = new WeakSet<object>();
+
+/** Marks an accepted socket of the agent's link (before it is handed to the TLS server). */
+export function markAgentLink(socket: object): void {
+  linkSockets.add(socket);
+}
+
+/** Whether the socket (or the TLS socket wrapping it, through Node's `_parent`) is the agent's link. */
+export function isAgentLink(socket: object): boolean {
+  return linkSockets.has(socket) || linkSockets.has((socket as { _parent?: object })._parent ?? socket);
+}
 
 /** Checks a presented agent key (the current process key of the system app `agent`). */
 export type AgentKeyCheck = (key: string) => boolean;

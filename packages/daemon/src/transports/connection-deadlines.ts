@@ -52,20 +52,49 @@ function socketKey(socket: Socket | Duplex): string {
 export interface GuardedServer {
   /** The guard slot of a live connection (the raw socket's or its TLS socket's). */
   slotOf(socket: Socket | Duplex): ConnectionSlot | undefined;
+  /** The connection sent its first request or frame (its first-request deadline is met). */
+  active(socket: Socket | Duplex): void;
+}
+
+export interface GuardOptions {
+  guard: ConnectionGuard;
+  listener: string;
+  log: ListenerLog;
+  /**
+   * From accept to the first request (HTTPS: a request head or an upgrade; TCP: a complete frame,
+   * reported through `active`): a connection that has not sent one by then is destroyed
+   * (`REST.Limits.HandshakeTimeoutMs`). The TLS handshake is part of it.
+   */
+  firstRequestMs: number;
+  /** Sockets that are not counted nor given a deadline (svc-agent's own link). */
+  exempt?: (socket: Socket) => boolean;
 }
 
 /**
- * Counts each socket of `server` from accept (refused over the guard's caps, before any byte is
- * parsed) and destroys a socket whose TLS handshake fails or exceeds the server's handshakeTimeout.
+ * Counts each socket of `server` from accept (over the guard's caps the oldest pending connection
+ * makes room or the new one is refused, before any byte is parsed), destroys a socket whose TLS
+ * handshake fails, and one that sends no first request within `firstRequestMs`.
  */
-export function guardTlsServer(
-  server: TlsServer,
-  options: { guard: ConnectionGuard; listener: string; log: ListenerLog },
-): GuardedServer {
+export function guardTlsServer(server: TlsServer, options: GuardOptions): GuardedServer {
   const slots = new Map<string, ConnectionSlot>();
+  const deadlines = new Map<string, NodeJS.Timeout>();
+  const active = (socket: Socket | Duplex): void => {
+    const key = socketKey(socket);
+    const timer = deadlines.get(key);
+    if (timer === undefined) return;
+    clearTimeout(timer);
+    deadlines.delete(key);
+  };
   server.on('connection', (socket: Socket) => {
+    if (options.exempt?.(socket) === true) return;
     const remote = socket.remoteAddress ?? 'unknown';
-    const slot = options.guard.admit(remote);
+    const slot = options.guard.admit(remote, () => {
+      options.log('debug', 'connection closed to make room: oldest unauthenticated one under a full cap', {
+        remote,
+        listener: options.listener,
+      });
+      socket.destroy();
+    });
     if (slot === undefined) {
       options.log('warn', 'connection refused: too many connections', { remote, listener: options.listener });
       socket.destroy();
@@ -73,8 +102,19 @@ export function guardTlsServer(
     }
     const key = socketKey(socket);
     slots.set(key, slot);
+    const timer = setTimeout(() => {
+      deadlines.delete(key);
+      options.log('debug', 'connection closed: no request within the handshake deadline', {
+        remote,
+        listener: options.listener,
+      });
+      socket.destroy();
+    }, options.firstRequestMs);
+    timer.unref();
+    deadlines.set(key, timer);
     socket.once('close', () => {
       slot.release();
+      active(socket);
       if (slots.get(key) === slot) slots.delete(key);
     });
   });
@@ -86,7 +126,10 @@ export function guardTlsServer(
     });
     socket.destroy();
   });
-  return { slotOf: (socket) => slots.get(socketKey(socket)) };
+  // An HTTPS server's first request or upgrade meets the deadline (a TCP server reports `active`).
+  server.on('request', (req: IncomingMessage) => active(req.socket));
+  server.on('upgrade', (req: IncomingMessage) => active(req.socket));
+  return { slotOf: (socket) => slots.get(socketKey(socket)), active };
 }
 
 /** How long a refusal written to a misbehaving HTTP client may take before the socket is destroyed. */
@@ -133,6 +176,22 @@ export function endThenDestroy(socket: Duplex, text: string): void {
     clearTimeout(timer);
     socket.destroy();
   });
+}
+
+/**
+ * After the last answer on a connection whose peer may still be sending (a request refused before
+ * its body), Node would end the socket and destroy it at once, and the peer's next bytes would
+ * draw a reset that can discard the answer before the peer reads it. Instead the socket is ended
+ * and destroyed when the peer closes too, or after a grace period; what arrives meanwhile is
+ * dropped by the caller (`req.resume()`), never kept.
+ */
+export function lingerAfterLastAnswer(socket: Duplex): void {
+  (socket as Duplex & { destroySoon?: () => void }).destroySoon = () => {
+    socket.end();
+    const timer = setTimeout(() => socket.destroy(), REFUSAL_GRACE_MS);
+    timer.unref();
+    socket.once('close', () => clearTimeout(timer));
+  };
 }
 
 /**

@@ -1,7 +1,12 @@
-// Connection-flood protection shared by every listener: a global cap and a per-remote-address cap.
-// A connection is counted from accept (before its TLS handshake) and a connection over either cap
-// is closed before any byte of it is parsed. A slot can move to another address: a WSS session
-// relayed by svc-agent is counted against the agent's client, not against the agent's loopback.
+// Connection-flood protection shared by every listener (issue 25 H4): a global cap and a
+// per-remote-address cap, counted from accept (before the TLS handshake). A connection starts
+// *pending* and becomes *established* once it authenticates (a bearer, a process key, svc-agent's
+// relay key). When a cap is full, a new connection takes the place of the oldest pending one under
+// that cap (its address's when the address is full, anyone's when the global cap is), which is
+// closed; only when every connection under the cap is established is the new one refused. So
+// silent or anonymous peers can hold slots only until somebody else needs them, and one address —
+// or a few — cannot lock everybody else out by opening connections and saying nothing. A slot can
+// move to another address: a WSS session relayed by svc-agent is counted against the agent's client.
 
 export interface ConnectionSlot {
   /** The address the connection is counted against now. */
@@ -10,10 +15,23 @@ export interface ConnectionSlot {
   release(): void;
   /** Count the connection against `address` instead; false (and unchanged) when that address is full. */
   move(address: string): boolean;
+  /** The connection authenticated: it is no longer closed to make room for others. Idempotent. */
+  establish(): void;
+}
+
+interface Entry {
+  address: string;
+  pending: boolean;
+  released: boolean;
+  readonly evict: () => void;
 }
 
 export class ConnectionGuard {
   readonly #perAddress = new Map<string, number>();
+  /** Pending connections by address, oldest first (Set keeps insertion order). */
+  readonly #pendingByAddress = new Map<string, Set<Entry>>();
+  /** Every pending connection, oldest first. */
+  readonly #pending = new Set<Entry>();
   #total = 0;
   readonly #maxTotal: number;
   readonly #maxPerAddress: number;
@@ -23,36 +41,79 @@ export class ConnectionGuard {
     this.#maxPerAddress = limits.maxConnectionsPerIp;
   }
 
-  /** A slot, or undefined when the connection must be refused. */
-  admit(address: string): ConnectionSlot | undefined {
-    if (this.#total >= this.#maxTotal || !this.#hasRoom(address)) return undefined;
+  /**
+   * A slot, or undefined when the connection must be refused. `evict` closes the connection when
+   * a newer one takes its place (the slot is released at that moment).
+   */
+  admit(address: string, evict: () => void = () => undefined): ConnectionSlot | undefined {
+    if (!this.#hasRoom(address)) {
+      const victim = first(this.#pendingByAddress.get(address));
+      if (victim === undefined) return undefined;
+      this.#evict(victim);
+    }
+    if (this.#total >= this.#maxTotal) {
+      const victim = first(this.#pending);
+      if (victim === undefined) return undefined;
+      this.#evict(victim);
+    }
+    const entry: Entry = { address, pending: true, released: false, evict };
     this.#add(address);
+    this.#markPending(entry);
     this.#total++;
-    let current = address;
-    let released = false;
     return {
       get address() {
-        return current;
+        return entry.address;
       },
-      release: () => {
-        if (released) return;
-        released = true;
-        this.#total--;
-        this.#remove(current);
-      },
+      release: () => this.#release(entry),
       move: (next) => {
-        if (released || next === current) return !released;
+        if (entry.released || next === entry.address) return !entry.released;
         if (!this.#hasRoom(next)) return false;
-        this.#remove(current);
+        this.#unmarkPending(entry);
+        this.#remove(entry.address);
+        entry.address = next;
         this.#add(next);
-        current = next;
+        if (entry.pending) this.#markPending(entry);
         return true;
+      },
+      establish: () => {
+        if (entry.released || !entry.pending) return;
+        this.#unmarkPending(entry);
+        entry.pending = false;
       },
     };
   }
 
   get total(): number {
     return this.#total;
+  }
+
+  #evict(entry: Entry): void {
+    this.#release(entry);
+    entry.evict();
+  }
+
+  #release(entry: Entry): void {
+    if (entry.released) return;
+    entry.released = true;
+    this.#unmarkPending(entry);
+    this.#total--;
+    this.#remove(entry.address);
+  }
+
+  #markPending(entry: Entry): void {
+    if (!entry.pending) return;
+    this.#pending.add(entry);
+    let set = this.#pendingByAddress.get(entry.address);
+    if (set === undefined) this.#pendingByAddress.set(entry.address, (set = new Set()));
+    set.add(entry);
+  }
+
+  #unmarkPending(entry: Entry): void {
+    this.#pending.delete(entry);
+    const set = this.#pendingByAddress.get(entry.address);
+    if (set === undefined) return;
+    set.delete(entry);
+    if (set.size === 0) this.#pendingByAddress.delete(entry.address);
   }
 
   #hasRoom(address: string): boolean {
@@ -68,4 +129,10 @@ export class ConnectionGuard {
     if (left <= 0) this.#perAddress.delete(address);
     else this.#perAddress.set(address, left);
   }
+}
+
+function first<T>(set: Set<T> | undefined): T | undefined {
+  if (set === undefined) return undefined;
+  for (const item of set) return item;
+  return undefined;
 }

@@ -3,34 +3,40 @@
 import { createServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { SvcError } from '@svc/protocol';
 import type { Dispatch } from '../api/dispatcher.ts';
-import type { Preflight } from '../api/preflight.ts';
+import { isPreflightPass, type Preflight, type PreflightPass } from '../api/preflight.ts';
+import { bodyLength } from '../api/app-listing.ts';
 import { errorResponse } from '../api/responses.ts';
 import type { ApiResponse } from '../api/types.ts';
 import type { Limits } from '../config/config.ts';
 import type { Logger } from '../log/logger.ts';
 import type { TlsMaterial } from '../tls/certificates.ts';
-import { relayedPeer, type AgentKeyCheck } from './agent-relay.ts';
+import { AGENT_LINK_ADDRESS, isAgentLink, relayedPeer, type AgentKeyCheck } from './agent-relay.ts';
 import type { ConnectionGuard } from './connection-guard.ts';
 import {
   answerClientError,
   closeIdleHttpConnections,
   guardTlsServer,
+  lingerAfterLastAnswer,
   type GuardedServer,
   type ListenerLog,
 } from './connection-deadlines.ts';
 import { splitTarget } from './http-target.ts';
+import type { InflightBudget } from './inflight-budget.ts';
 import { preAuthFrameBytes } from './wire-session.ts';
 
 export interface RestTransportOptions {
   tls: TlsMaterial;
   dispatch: Dispatch;
-  /** Checked on method, path and headers before any body is read (api/preflight.ts). */
+  /** Checked on method, path, query and headers before any body is read (api/preflight.ts). */
   preflight: Preflight;
   limits: Limits;
   guard: ConnectionGuard;
+  /** Pays for request bodies before they are read (inflight-budget.ts). */
+  budget: InflightBudget;
   logger: Logger;
   /**
    * Requests whose body the operation streams (file upload): the transport hands the unread body
@@ -59,7 +65,7 @@ export function createBoundedHttpsServer(tls: TlsMaterial, limits: Limits): Serv
     key: tls.key,
     cert: tls.cert,
     minVersion: 'TLSv1.2',
-    handshakeTimeout: limits.headersTimeoutMs,
+    handshakeTimeout: limits.handshakeTimeoutMs,
     headersTimeout: limits.headersTimeoutMs,
     requestTimeout: limits.requestTimeoutMs,
     keepAliveTimeout: 5_000,
@@ -70,10 +76,16 @@ export function createBoundedHttpsServer(tls: TlsMaterial, limits: Limits): Serv
 }
 
 export function createRestServer(options: RestTransportOptions): { server: Server; guarded: GuardedServer } {
-  const { dispatch, limits, guard, logger } = options;
+  const { dispatch, limits, guard, budget, logger } = options;
   const server = createBoundedHttpsServer(options.tls, limits);
   const log = loggerAsListenerLog(logger);
-  const guarded = guardTlsServer(server, { guard, listener: 'rest', log });
+  const guarded = guardTlsServer(server, {
+    guard,
+    listener: 'rest',
+    log,
+    firstRequestMs: limits.handshakeTimeoutMs,
+    exempt: isAgentLink,
+  });
   server.on('clientError', (error: Error & { code?: string }, socket: Socket) =>
     answerClientError(error, socket, log),
   );
@@ -126,8 +138,15 @@ export function createRestServer(options: RestTransportOptions): { server: Serve
       send(res, errorResponse(error as SvcError));
       return;
     }
-    const peer = relayedPeer(req.socket.remoteAddress ?? 'unknown', req.headers, options.checkAgentKey);
-    if (peer.relayedByAgent) guarded.slotOf(req.socket)?.move(AGENT_POOL_ADDRESS);
+    const link = isAgentLink(req.socket);
+    const socketAddress = req.socket.remoteAddress ?? (link ? AGENT_LINK_ADDRESS : 'unknown');
+    const peer = relayedPeer(socketAddress, req.headers, options.checkAgentKey);
+    // svc-agent over loopback TCP (no link): its pooled connections share one bucket.
+    if (peer.relayedByAgent) {
+      const slot = guarded.slotOf(req.socket);
+      slot?.move(AGENT_POOL_ADDRESS);
+      slot?.establish();
+    }
     const headers: Record<string, string> = {};
     for (const [key, value] of Object.entries(req.headers)) {
       if (value !== undefined) headers[key] = Array.isArray(value) ? value.join(', ') : value;
@@ -136,31 +155,44 @@ export function createRestServer(options: RestTransportOptions): { server: Serve
     // request without a body goes straight to the dispatcher, which checks the same.
     const hasBody =
       req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
-    const verdict = hasBody ? await options.preflight({ method, path: target.path, headers }) : 'full';
-    if (typeof verdict !== 'string') {
+    const verdict = hasBody
+      ? await options.preflight({
+          method,
+          path: target.path,
+          query: target.query,
+          headers,
+          remoteAddress: peer.address,
+          relayedByAgent: peer.relayedByAgent,
+        })
+      : FULL;
+    if (!isPreflightPass(verdict)) {
       discard(req, res);
       send(res, verdict);
       return;
     }
+    // Everything of the request but its body, as the dispatcher takes it.
+    const request = {
+      method,
+      path: target.path,
+      query: target.query,
+      headers,
+      transport: 'rest' as const,
+      remoteAddress: peer.address,
+      relayedByAgent: peer.relayedByAgent,
+      connection: undefined,
+      authenticated: (): void => guarded.slotOf(req.socket)?.establish(),
+    };
     if (streamed(req)) {
       // File upload: the operation reads the body as a stream (never buffered whole).
-      const response = await dispatch({
-        method,
-        path: target.path,
-        query: target.query,
-        headers,
-        body: new Uint8Array(0),
-        bodyStream: req,
-        transport: 'rest',
-        remoteAddress: peer.address,
-        relayedByAgent: peer.relayedByAgent,
-        connection: undefined,
-      });
+      const response = await dispatch({ ...request, body: new Uint8Array(0), bodyStream: req });
       await respond(res, response);
       if (!req.readableEnded) discard(req, res); // refused before the body was read
       return;
     }
-    const bodyLimit = verdict === 'full' ? limits.maxBodyBytes : preAuthFrameBytes(limits);
+    const bodyLimit = Math.min(
+      verdict.body === 'full' ? limits.maxBodyBytes : preAuthFrameBytes(limits),
+      verdict.maxBytes ?? Number.MAX_SAFE_INTEGER,
+    );
     const declared = Number(req.headers['content-length'] ?? 0);
     // Too large: answer at once and discard the rest of the body (bounded by the request timeout)
     // instead of closing on unread data, which would reset the connection before the client can
@@ -170,37 +202,54 @@ export function createRestServer(options: RestTransportOptions): { server: Serve
       send(res, tooLarge(bodyLimit));
       return;
     }
-    if (awaitingContinue.has(res)) res.writeContinue();
-    const body = await readBody(req, bodyLimit);
-    if (body === undefined) {
-      send(res, tooLarge(bodyLimit));
+    // The body's bytes are paid for before they are read: its declared length, or the limit when
+    // it comes chunked. No room: 429 at once, nothing read.
+    const reservation = hasBody
+      ? budget.tryReserve(
+          { principal: verdict.principalId, address: peer.address },
+          declared > 0 ? declared : bodyLimit,
+        )
+      : undefined;
+    if (hasBody && reservation === undefined) {
+      discard(req, res);
+      send(res, busy(verdict));
       return;
     }
-    const response = await dispatch({
-      method,
-      path: target.path,
-      query: target.query,
-      headers,
-      body,
-      transport: 'rest',
-      remoteAddress: peer.address,
-      relayedByAgent: peer.relayedByAgent,
-      connection: undefined,
-    });
-    await respond(res, response);
+    try {
+      if (awaitingContinue.has(res)) res.writeContinue();
+      const body = await readBody(req, bodyLimit);
+      if (body === undefined) {
+        send(res, tooLarge(bodyLimit));
+        return;
+      }
+      const response = await dispatch({ ...request, body });
+      await respond(res, response);
+    } finally {
+      reservation?.release();
+    }
   }
 
   return { server, guarded };
 }
 
 /**
- * Drops the body of a request answered early: read and thrown away for a short while (so that the
- * client can read the answer instead of a reset), and the connection closed after the answer, so
- * that an unauthenticated peer cannot keep streaming into it.
+ * Drops the body of a request answered early: thrown away as it arrives, never kept, until the
+ * peer closes or for a short grace after the answer (so that the client can read the answer instead
+ * of a reset), and the connection closed after the answer, so that a peer cannot keep streaming.
  */
 function discard(req: IncomingMessage, res: ServerResponse): void {
   res.shouldKeepAlive = false;
   req.resume();
+  lingerAfterLastAnswer(req.socket);
+}
+
+const FULL: PreflightPass = { body: 'full' };
+
+function busy(pass: PreflightPass): ApiResponse {
+  const who = pass.principalId === undefined ? 'this address' : 'this principal';
+  return errorResponse(
+    new SvcError('too_many_connections', `too many request bodies in flight for ${who}; retry when they are answered`),
+  );
 }
 
 function tooLarge(limit: number): ApiResponse {
@@ -244,17 +293,25 @@ function send(res: ServerResponse, response: ApiResponse): void {
   const headers: Record<string, string | number> = {
     ...response.headers,
     'content-type': response.contentType,
-    'content-length': response.body.byteLength,
+    'content-length': bodyLength(response),
     'x-content-type-options': 'nosniff',
     'cache-control': 'no-store',
   };
   res.writeHead(response.status, headers);
-  res.end(response.body);
+  // Shared parts (api/app-listing.ts) are written as they are, never joined per reader.
+  for (const part of response.bodyParts ?? []) res.write(part);
+  res.end(response.bodyParts === undefined ? response.body : undefined);
 }
 
-/** `send`, or for a streamed body (file download) the headers and then the stream. */
+/** `send`, or for a streamed body (file download, shared parts) the headers and then the stream. */
 async function respond(res: ServerResponse, response: ApiResponse): Promise<void> {
-  const stream = response.stream;
+  // Shared parts (api/app-listing.ts) go out one by one as the client reads, never joined.
+  const parts = response.bodyParts;
+  const stream =
+    parts === undefined
+      ? response.stream
+      : Readable.from(parts, { objectMode: false, highWaterMark: 64 * 1024 });
+  if (parts !== undefined && !res.headersSent) res.setHeader('content-length', bodyLength(response));
   if (stream === undefined || res.headersSent) {
     send(res, response);
     return;

@@ -2,12 +2,12 @@
 // concurrently, writes Responses, and carries server pushes. Bounded everywhere: in-flight requests
 // pause the reader, and a peer that stops reading is disconnected once its output buffer is full.
 import { randomUUID } from 'node:crypto';
-import { MessageError, decodeRequest, encodeResponse, type Response } from '@svc/protocol';
+import { MessageError, decodeRequest, encodeResponse, encodeResponseParts, type Response } from '@svc/protocol';
 import { SvcError } from '@svc/protocol';
 import type { Dispatch } from '../api/dispatcher.ts';
 import type { PersistentConnection } from '../api/types.ts';
 import type { Logger } from '../log/logger.ts';
-import { hasProcessKey } from '../tasks/worker-auth.ts';
+import { hasProcessKey, processKeyApp } from '../tasks/worker-auth.ts';
 import { IdleDeadline } from './connection-deadlines.ts';
 import { toApiRequest, toWireError, toWireResponse } from './wire-adapter.ts';
 
@@ -18,9 +18,23 @@ export function preAuthFrameBytes(limits: { maxFrameBytes: number }): number {
   return Math.min(PRE_AUTH_MAX_FRAME_BYTES, limits.maxFrameBytes);
 }
 
+const NO_RELEASE = (): void => undefined;
+
+/**
+ * Who pays for the bodies of a session's frames (inflight-budget.ts): its pinned principal, or the
+ * application whose process key it presented, or else (undefined) its remote address.
+ */
+export function payerOf(session: WireSession): string | undefined {
+  if (session.principalId !== undefined) return session.principalId;
+  const app = processKeyApp(session);
+  return app === undefined ? undefined : `process:${app}`;
+}
+
 export interface WireSink {
   /** Write one encoded message (the transport adds framing). */
   write(bytes: Uint8Array): void;
+  /** Write one encoded message given in parts, without joining them (the transport adds framing). */
+  writeParts(parts: readonly Uint8Array[]): void;
   /** Bytes queued in the socket and not yet sent. */
   bufferedBytes(): number;
   /** Stop / restart reading from the peer (back-pressure on request floods). */
@@ -72,8 +86,8 @@ export class WireSession implements PersistentConnection {
   #raw: (NodeJS.WritableStream & { destroy(error?: Error): void }) | undefined;
   /** Settles when the side-channel upload was committed; frames after its end wait for it. */
   #rawDone: Promise<unknown> | undefined;
-  /** Frames received while an upload commits, handled in order after it. */
-  #held: Uint8Array[] | undefined;
+  /** Frames received while an upload commits, handled in order after it (with their releases). */
+  #held: [Uint8Array, () => void][] | undefined;
 
   constructor(options: WireSessionOptions) {
     this.#options = options;
@@ -105,16 +119,24 @@ export class WireSession implements PersistentConnection {
     return this.#closed;
   }
 
-  /** Handle one decoded frame body. Undecodable messages close the connection (spec: TCP framing). */
-  receive(body: Uint8Array): void {
-    if (this.#closed || this.#ending) return;
+  /**
+   * Handle one decoded frame body. Undecodable messages close the connection (spec: TCP framing).
+   * `release` gives back the body's in-flight budget (inflight-budget.ts): called once, when the
+   * request it carries has been answered, or at once when nothing more will use the body.
+   */
+  receive(body: Uint8Array, release: () => void = NO_RELEASE): void {
+    if (this.#closed || this.#ending) {
+      release();
+      return;
+    }
     this.#idle?.touch();
     if (this.#held !== undefined) {
-      this.#held.push(body);
+      this.#held.push([body, release]);
       return;
     }
     if (this.#raw !== undefined) {
       this.#rawFrame(this.#raw, body);
+      release(); // written to the file stream, whose own buffer is bounded (drain pauses reading)
       return;
     }
     let message;
@@ -128,6 +150,7 @@ export class WireSession implements PersistentConnection {
         reason,
       });
       this.#options.sink.close(`invalid message: ${reason}`);
+      release();
       return;
     }
     this.#inFlight++;
@@ -136,6 +159,7 @@ export class WireSession implements PersistentConnection {
       this.#options.sink.pause();
     }
     void this.#run(message).finally(() => {
+      release();
       this.#inFlight--;
       this.#idle?.touch();
       if (!this.#authenticatedSeen && this.authenticated) {
@@ -165,13 +189,13 @@ export class WireSession implements PersistentConnection {
       const done = this.#rawDone;
       this.#rawDone = undefined;
       if (done !== undefined) {
-        const held: Uint8Array[] = [];
+        const held: [Uint8Array, () => void][] = [];
         this.#held = held;
         void done
           .catch(() => undefined)
           .then(() => {
             this.#held = undefined;
-            for (const frame of held) this.receive(frame);
+            for (const [frame, release] of held) this.receive(frame, release);
           });
       }
       return;
@@ -202,6 +226,7 @@ export class WireSession implements PersistentConnection {
   async #run(message: ReturnType<typeof decodeRequest>): Promise<void> {
     let response: Response;
     let rawFrames: AsyncIterable<Uint8Array> | undefined;
+    let bodyParts: readonly Uint8Array[] | undefined;
     try {
       const request = toApiRequest(message, this, this.#options.remoteAddress, this.#options.relayedByAgent);
       const upgrade = this.#options.upgradeAuthorization;
@@ -217,6 +242,7 @@ export class WireSession implements PersistentConnection {
           : { ...request, headers: { ...request.headers, ...inherit } };
       const answer = await this.#options.dispatch(withUpgrade);
       rawFrames = answer.rawFrames;
+      bodyParts = answer.bodyParts;
       response = toWireResponse(message, answer);
     } catch (error) {
       response = toWireError(
@@ -224,10 +250,11 @@ export class WireSession implements PersistentConnection {
         error instanceof SvcError ? error : new SvcError('internal', 'internal error', { cause: error }),
       );
     }
-    if (this.#send(response) && rawFrames !== undefined) await this.#writeRaw(rawFrames);
+    if (this.#send(response, bodyParts) && rawFrames !== undefined) await this.#writeRaw(rawFrames);
   }
 
-  #send(message: Response): boolean {
+  /** `bodyParts`: the body in shared parts (`message.body` is empty); written without joining them. */
+  #send(message: Response, bodyParts?: readonly Uint8Array[]): boolean {
     if (this.#closed || this.#ending) return false;
     if (this.#options.sink.bufferedBytes() > (this.#options.maxBufferedBytes ?? 64 * 1024 * 1024)) {
       this.#options.logger.warn('peer is not reading; closing connection', {
@@ -237,7 +264,8 @@ export class WireSession implements PersistentConnection {
       this.#options.sink.close('slow consumer');
       return false;
     }
-    this.#options.sink.write(encodeResponse(message));
+    if (bodyParts === undefined) this.#options.sink.write(encodeResponse(message));
+    else this.#options.sink.writeParts(encodeResponseParts(message, bodyParts));
     return true;
   }
 
@@ -263,6 +291,7 @@ export class WireSession implements PersistentConnection {
     this.#idle?.stop();
     this.#raw?.destroy(new Error('the connection closed before the end of the file'));
     this.#raw = undefined;
+    for (const [, release] of this.#held?.splice(0) ?? []) release();
     for (const callback of this.#closeCallbacks.splice(0)) {
       try {
         callback();

@@ -12,9 +12,11 @@ import type { Authenticator, Dispatch } from '../api/dispatcher.ts';
 import type { Limits } from '../config/config.ts';
 import type { Logger } from '../log/logger.ts';
 import { connectionRemoteAddress } from '../tasks/worker-auth.ts';
-import { relayedPeer, type AgentKeyCheck } from './agent-relay.ts';
+import { AGENT_LINK_ADDRESS, isAgentLink, relayedPeer, type AgentKeyCheck } from './agent-relay.ts';
 import { endThenDestroy, type GuardedServer } from './connection-deadlines.ts';
-import { WireSession, preAuthFrameBytes } from './wire-session.ts';
+import type { ConnectionGuard } from './connection-guard.ts';
+import type { InflightBudget, Reservation } from './inflight-budget.ts';
+import { WireSession, payerOf, preAuthFrameBytes } from './wire-session.ts';
 import { turnWriteBatch } from './write-batch.ts';
 
 export const WS_SUBPROTOCOL = 'svc-ws';
@@ -35,24 +37,41 @@ export interface WsTransportOptions {
   checkAgentKey?: AgentKeyCheck;
   /** The REST listener's connection accounting: a relayed session is counted against its client. */
   guarded?: GuardedServer;
+  /**
+   * svc-agent's own link (no slot of its own): a relayed session takes a new slot of this guard for
+   * its client's address.
+   */
+  linkGuard?: ConnectionGuard;
+  budget: InflightBudget;
 }
 
-/**
- * Sets the largest message a WebSocket accepts from now on. `ws` fixes maxPayload per server; its
- * receiver reads the private `_maxPayload` per frame, so a session starts with the
- * pre-authentication cap and is raised once it authenticates. False when this `ws` has no such
- * field (the caller then keeps the server-wide limit; the reliability tests would notice).
- */
 /** The TLS socket under a server-side WebSocket (a ws internal; undefined if that ever changes). */
 function rawSocketOf(ws: WebSocket): Duplex | undefined {
   const socket = (ws as unknown as { _socket?: unknown })._socket;
   return socket instanceof Duplex ? socket : undefined;
 }
 
-function setMaxPayload(ws: WebSocket, bytes: number): boolean {
-  const receiver = (ws as unknown as { _receiver?: { _maxPayload?: unknown } })._receiver;
-  if (receiver === undefined || typeof receiver._maxPayload !== 'number') return false;
-  receiver._maxPayload = bytes;
+/**
+ * Lets `admit(fragmentBytes, messageBytes)` decide each data frame from its header, before ws keeps
+ * a byte of its payload: false closes the session with 1009. `ws` fixes maxPayload per server; its
+ * receiver compares each frame's running message length with the private `_maxPayload`, read once
+ * per data frame with a payload (ws 8: `Receiver#haveLength`), so a getter there decides per frame.
+ * False when this `ws` has no such field (the caller then keeps the server-wide limit; the
+ * reliability tests would notice).
+ */
+function admitFrames(ws: WebSocket, admit: (fragmentBytes: number, messageBytes: number) => boolean): boolean {
+  const receiver = (ws as unknown as { _receiver?: Record<string, unknown> })._receiver;
+  if (receiver === undefined || typeof receiver['_maxPayload'] !== 'number') return false;
+  Object.defineProperty(receiver, '_maxPayload', {
+    configurable: true,
+    get: () => {
+      const message = Number(receiver['_totalPayloadLength']);
+      const fragment = Number(receiver['_payloadLength']);
+      // ws refuses when the message length exceeds this value (and treats 0 as "no limit").
+      return admit(fragment, message) ? Math.max(message, 1) : Math.max(message - 1, 1);
+    },
+    set: () => undefined,
+  });
   return true;
 }
 
@@ -96,11 +115,16 @@ export function attachWsTransport(server: Server, options: WsTransportOptions): 
         return;
       }
     }
-    const peer = relayedPeer(req.socket.remoteAddress ?? 'unknown', req.headers, options.checkAgentKey);
+    const peer = relayedPeer(socketAddressOf(req), req.headers, options.checkAgentKey);
+    // Counted against the agent's client (not the agent's loopback address or link) from now on.
+    let slot = options.guarded?.slotOf(req.socket);
     if (peer.relayedByAgent) {
-      // Counted against the agent's client (not the agent's loopback address) from now on.
-      const slot = options.guarded?.slotOf(req.socket);
-      if (slot !== undefined && !slot.move(peer.address)) {
+      if (slot === undefined && options.linkGuard !== undefined) {
+        slot = options.linkGuard.admit(peer.address, () => socket.destroy());
+        const taken = slot;
+        if (taken !== undefined) socket.once('close', () => taken.release());
+      } else if (slot !== undefined && !slot.move(peer.address)) slot = undefined;
+      if (slot === undefined) {
         logger.warn('connection refused: too many connections', {
           remote: peer.address,
           listener: 'wss-relayed',
@@ -133,8 +157,20 @@ export function attachWsTransport(server: Server, options: WsTransportOptions): 
       const remote = peer.relayedByAgent
         ? peer.address
         : connectionRemoteAddress(req.socket.remoteAddress ?? 'unknown', req.headers);
-      if (principalId === undefined && !setMaxPayload(ws, preAuthFrameBytes(limits)))
-        logger.error('cannot cap WebSocket frames before authentication (ws internals changed)', {});
+      if (principalId !== undefined) slot?.establish();
+      /** Reservations of the message being received (one per fragment). */
+      const receiving: Reservation[] = [];
+      const admitted = admitFrames(ws, (fragment, message) => {
+        const cap = session.authenticated ? limits.maxFrameBytes : preAuthFrameBytes(limits);
+        const payer = { connection: session.id, principal: payerOf(session), address: remote };
+        if (message > Math.min(cap, options.budget.ceiling(payer))) return false;
+        const reservation = options.budget.tryReserve(payer, fragment);
+        if (reservation === undefined) return false;
+        receiving.push(reservation);
+        return true;
+      });
+      if (!admitted)
+        logger.error('cannot budget WebSocket frames from their headers (ws internals changed)', {});
       // The writes of one event-loop turn leave together (write-batch.ts); ws corks only per message.
       const raw = rawSocketOf(ws);
       const hold = raw === undefined ? undefined : turnWriteBatch(raw);
@@ -145,13 +181,18 @@ export function attachWsTransport(server: Server, options: WsTransportOptions): 
         dispatch: options.dispatch,
         logger,
         idleTimeoutMs: limits.idleTimeoutMs,
-        onAuthenticated: () => void setMaxPayload(ws, limits.maxFrameBytes),
+        onAuthenticated: () => slot?.establish(),
         upgradeAuthorization: authorization,
         upgradeTargetHost: targetHost,
         sink: {
           write: (bytes) => {
             hold?.();
             ws.send(bytes, { binary: true });
+          },
+          // One WebSocket message in fragments: the parts are never joined.
+          writeParts: (parts) => {
+            hold?.();
+            parts.forEach((part, i) => ws.send(part, { binary: true, fin: i === parts.length - 1 }));
           },
           bufferedBytes: () => ws.bufferedAmount,
           pause: () => ws.pause(),
@@ -162,19 +203,32 @@ export function attachWsTransport(server: Server, options: WsTransportOptions): 
       session.principalId = principalId;
       ws.on('message', (data: Buffer | ArrayBuffer | Buffer[], isBinary: boolean) => {
         if (!isBinary) {
+          for (const reservation of receiving.splice(0)) reservation.release();
           logger.warn('rejected text WebSocket frame; closing connection', { remote });
           ws.close(1003, 'binary msgpack frames only');
           return;
         }
+        const held = receiving.splice(0);
         session.receive(
           Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data),
+          () => {
+            for (const reservation of held) reservation.release();
+          },
         );
       });
       ws.on('error', (error) => logger.debug('WebSocket error', { remote, error }));
-      ws.once('close', () => session.markClosed());
+      ws.once('close', () => {
+        for (const reservation of receiving.splice(0)) reservation.release();
+        session.markClosed();
+      });
     });
   }
   return wss;
+}
+
+/** The socket's address; svc-agent's link (a Unix socket, no address) is this host. */
+function socketAddressOf(req: IncomingMessage): string {
+  return req.socket.remoteAddress ?? (isAgentLink(req.socket) ? AGENT_LINK_ADDRESS : 'unknown');
 }
 
 function singleHeader(value: string | string[] | undefined): string | undefined {

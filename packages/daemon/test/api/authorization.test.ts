@@ -2,8 +2,12 @@
 // (plus the `developer` test principal that owns apps) × REST and TCP, plus no token over REST,
 // against a real daemon. The rule of each operation comes from access.json; the expectation is this
 // file's own reading of the rule kinds (written from spec/access.json's `kinds`, not from
-// auth/access-rules.ts). Only the operation's success status counts as allowed: a 404, 405 or 500
-// is never "allowed". A denied caller gets 403 (process-key operations: the key's own refusal).
+// auth/access-rules.ts), down to the exact status: the success status when allowed, 403 when the
+// caller lacks the permission or may not act on an application it sees, 404 for an application it
+// does not see (a private app of another principal, a system app, a name nobody registered), 403
+// system_app for a change to a system app (process-key operations: the key's own refusal). Per-application
+// operations are tried on apps each role sees and does not see, on a system app and on a missing
+// name; every 404 must be word for word a missing app's, and no refusal may name the owner.
 // Every success body is checked against the operation's declared response schema.
 // WSS shares the dispatcher with TCP (see same-over-transports.test.ts).
 import { mkdtempSync, readFileSync } from 'node:fs';
@@ -38,7 +42,8 @@ type Rule =
       withQuery?: { name: string; permission: Permission };
     }
   | { kind: 'subscription-owner'; permission: Permission; app: 'path' | 'any' }
-  | { kind: 'process-key'; app: 'path' | 'agent' };
+  | { kind: 'process-key'; app: 'path' | 'agent' }
+  | { kind: 'visible-app' };
 
 interface AccessEntry {
   method: string;
@@ -59,13 +64,23 @@ type Transport = 'rest' | 'tcp';
 
 type Others = 'deny' | 'read' | 'write';
 /** Owners of the fixture applications and what others may do (tens digit of `permission`). */
-const APPS: Record<string, { owner: string; others: Others }> = {
+interface Fixture {
+  owner: string | undefined;
+  others: Others;
+  system?: true;
+}
+const APPS: Record<string, Fixture> = {
   'admin-app': { owner: TEST_PRINCIPALS.admin.sub, others: 'deny' },
   'dev-app': { owner: TEST_PRINCIPALS.developer.sub, others: 'deny' },
   'shared-app': { owner: TEST_PRINCIPALS.admin.sub, others: 'write' },
   'read-app': { owner: TEST_PRINCIPALS.admin.sub, others: 'read' },
   'worker-app': { owner: TEST_PRINCIPALS.admin.sub, others: 'deny' },
 };
+/** A bundled system application (SVC_SYSTEM_APPS_DIR of the test daemon): svc-admin's alone. */
+const SYSTEM_APP = 'sys-app';
+const SYSTEM_FIXTURE: Fixture = { owner: undefined, others: 'deny', system: true };
+/** A name nobody registers. */
+const MISSING_APP = 'no-such-app';
 const PERMISSION_DIGITS: Record<Others, number> = { deny: 11, read: 21, write: 31 };
 /** What a `read` share extends to others (spec/contract.md §6); `write` extends everything. */
 const READ_SHARE: readonly Permission[] = [
@@ -117,10 +132,18 @@ const fixed =
 /** A resource per role and transport, so that every allowed caller can consume its own. */
 const own = (role: TestRole, transport: Transport): string => `${role}-${transport}`;
 
-/** A subscription of `role` to dev-app on its TCP connection, or admin's when `role` cannot subscribe. */
-async function subscriptionFor(role: TestRole, transport: Transport, app: string): Promise<Call> {
+/**
+ * A subscription of `role` to `app` on its TCP connection, or admin's when `role` cannot subscribe
+ * (or when `by` says admin).
+ */
+async function subscriptionFor(
+  role: TestRole,
+  transport: Transport,
+  app: string,
+  by: TestRole = role,
+): Promise<Call> {
   const path = app === '*' ? '/svc/subscribe' : `/svc/app/${app}/subscribe`;
-  for (const owner of [role, 'admin'] as const) {
+  for (const owner of [by, 'admin'] as const) {
     const client = await clientFor('tcp', owner);
     const r = await client.call('POST', path, { token: tokens.get(owner), query: { events: 'EXIT' } });
     if (r.status === 200) {
@@ -159,7 +182,7 @@ const CASES: Record<string, Case[]> = {
   listClusterNodes: [{ label: 'nodes', call: fixed({ path: '/svc/cluster/nodes' }) }],
   getClusterTopology: [{ label: 'topology', call: fixed({ path: '/svc/cluster/topology' }) }],
   listApplications: [{ label: 'list', call: fixed({ path: '/svc/applications' }) }],
-  getApplication: ['admin-app', 'dev-app', 'shared-app', 'read-app'].map((app) => ({
+  getApplication: ['admin-app', 'dev-app', 'shared-app', 'read-app', SYSTEM_APP, MISSING_APP].map((app) => ({
     label: app,
     call: fixed({ path: `/svc/app/${app}`, app }),
   })),
@@ -188,6 +211,14 @@ const CASES: Record<string, Case[]> = {
         app: 'shared-app',
       }),
     },
+    {
+      label: 'replace the system app',
+      call: fixed({
+        path: `/svc/app/${SYSTEM_APP}`,
+        options: { body: { command: 'sleep 600' } },
+        app: SYSTEM_APP,
+      }),
+    },
   ],
   deleteApplication: [
     {
@@ -203,11 +234,24 @@ const CASES: Record<string, Case[]> = {
         return { path: `/svc/app/${name}`, app: name };
       },
     },
+    {
+      label: "admin's private app",
+      async call(role, t) {
+        const name = `dela-${own(role, t)}`;
+        await admin('PUT', `/svc/app/${name}`, { body: { command: 'sleep 600' } });
+        APPS[name] = { owner: TEST_PRINCIPALS.admin.sub, others: 'deny' };
+        return { path: `/svc/app/${name}`, app: name };
+      },
+    },
+    { label: 'the system app', call: fixed({ path: `/svc/app/${SYSTEM_APP}`, app: SYSTEM_APP }) },
+    { label: 'a missing app', call: fixed({ path: `/svc/app/${MISSING_APP}`, app: MISSING_APP }) },
   ],
-  enableApplication: ['dev-app', 'admin-app', 'read-app', 'shared-app'].map((app) => ({
-    label: app,
-    call: fixed({ path: `/svc/app/${app}/enable`, app }),
-  })),
+  enableApplication: ['dev-app', 'admin-app', 'read-app', 'shared-app', SYSTEM_APP, MISSING_APP].map(
+    (app) => ({
+      label: app,
+      call: fixed({ path: `/svc/app/${app}/enable`, app }),
+    }),
+  ),
   disableApplication: [
     {
       label: 'a fresh app of admin',
@@ -218,18 +262,22 @@ const CASES: Record<string, Case[]> = {
         return { path: `/svc/app/${name}/disable`, app: name };
       },
     },
+    { label: 'the system app', call: fixed({ path: `/svc/app/${SYSTEM_APP}/disable`, app: SYSTEM_APP }) },
+    { label: 'a missing app', call: fixed({ path: `/svc/app/${MISSING_APP}/disable`, app: MISSING_APP }) },
   ],
-  getApplicationHealth: [{ label: 'admin-app', call: fixed({ path: '/svc/app/admin-app/health' }) }],
-  getApplicationOutput: ['admin-app', 'dev-app', 'shared-app', 'read-app'].map((app) => ({
+  getApplicationHealth: ['admin-app', 'dev-app', 'read-app', SYSTEM_APP, MISSING_APP].map((app) => ({
     label: app,
-    call: fixed({ path: `/svc/app/${app}/output`, app }),
+    call: fixed({ path: `/svc/app/${app}/health`, app }),
   })),
+  getApplicationOutput: ['admin-app', 'dev-app', 'shared-app', 'read-app', SYSTEM_APP, MISSING_APP].map(
+    (app) => ({ label: app, call: fixed({ path: `/svc/app/${app}/output`, app }) }),
+  ),
   runApplication: [
     { label: 'new command', call: fixed({ path: '/svc/app/run', options: { body: { command: 'true' } } }) },
-    {
-      label: 'copy of dev-app',
-      call: fixed({ path: '/svc/app/run', options: { body: { name: 'dev-app' } }, app: 'dev-app' }),
-    },
+    ...['dev-app', 'admin-app', MISSING_APP].map((app) => ({
+      label: `copy of ${app}`,
+      call: fixed({ path: '/svc/app/run', options: { body: { name: app } }, app }),
+    })),
   ],
   syncRunApplication: [
     {
@@ -247,9 +295,12 @@ const CASES: Record<string, Case[]> = {
       }),
     },
   ],
-  cancelTasks: [
-    { label: 'worker-app', call: fixed({ path: '/svc/app/worker-app/task', app: 'worker-app' }) },
-  ],
+  // (runTask is not tried on an app without a worker: the task would only time out. Its rule is the
+  // same kind as cancelTasks', tried on every kind of app here.)
+  cancelTasks: ['worker-app', 'dev-app', SYSTEM_APP, MISSING_APP].map((app) => ({
+    label: app,
+    call: fixed({ path: `/svc/app/${app}/task`, app }),
+  })),
   fetchTask: [
     {
       label: 'no key',
@@ -326,13 +377,19 @@ const CASES: Record<string, Case[]> = {
     { label: 'public', call: fixed({ path: '/.well-known/oauth-protected-resource' }) },
   ],
   getOpenApi: [{ label: 'public', call: fixed({ path: '/openapi.json' }) }],
-  subscribeApplication: ['admin-app', 'dev-app'].map((app) => ({
+  subscribeApplication: ['admin-app', 'dev-app', 'read-app', SYSTEM_APP, MISSING_APP].map((app) => ({
     label: app,
     call: fixed({ path: `/svc/app/${app}/subscribe`, app }),
   })),
   subscribeAll: [{ label: 'all', call: fixed({ path: '/svc/subscribe' }) }],
-  unsubscribeApplication: [{ label: 'dev-app', call: (role, t) => subscriptionFor(role, t, 'dev-app') }],
-  unsubscribeAll: [{ label: 'any', call: (role, t) => subscriptionFor(role, t, '*') }],
+  unsubscribeApplication: [
+    { label: "own or admin's subscription", call: (role, t) => subscriptionFor(role, t, 'dev-app') },
+    { label: "admin's subscription", call: (role, t) => subscriptionFor(role, t, 'dev-app', 'admin') },
+  ],
+  unsubscribeAll: [
+    { label: "own or admin's subscription", call: (role, t) => subscriptionFor(role, t, '*') },
+    { label: "admin's subscription", call: (role, t) => subscriptionFor(role, t, '*', 'admin') },
+  ],
   getMetrics: [{ label: 'bearer', call: fixed({ path: '/svc/metrics' }) }],
   // Every caller that may writes its own scratch file (removed in afterAll) and reads a file every
   // host has; the /ws paths are App Mesh 3.0's data-channel aliases.
@@ -380,15 +437,31 @@ function permissionsOf(role: TestRole): ReadonlySet<Permission> {
   return new Set(BUILTIN_ROLES[builtin]);
 }
 
-/** app-manage-all widens which apps, app-view-all lets view (and subscribe to) any. */
-function allowedOnApp(
-  role: TestRole,
-  permission: Permission,
-  app: { owner: string; others: Others },
-): boolean {
+/** The fixture an app rule looks at: undefined for a name nobody registered. */
+function fixtureOf(name: string): Fixture | undefined {
+  return name === SYSTEM_APP ? SYSTEM_FIXTURE : APPS[name];
+}
+
+/**
+ * Whether the role sees the app (kinds `app`, step 2): system apps svc-admin only; otherwise the
+ * owner, everyone when shared (read or write), and holders of app-view-all or app-manage-all.
+ */
+function sees(role: TestRole, app: Fixture | undefined): boolean {
+  if (app === undefined) return false;
+  if (app.system === true) return role === 'admin';
   const has = (p: Permission): boolean => permissionsOf(role).has(p);
-  const id = TEST_PRINCIPALS[role].sub;
-  const owns = app.owner === id;
+  return (
+    app.owner === TEST_PRINCIPALS[role].sub ||
+    app.others !== 'deny' ||
+    has('app-view-all') ||
+    has('app-manage-all')
+  );
+}
+
+/** Step 3 on a seen app: app-manage-all widens which apps, app-view-all lets view (and subscribe to) any. */
+function allowedOnApp(role: TestRole, permission: Permission, app: Fixture): boolean {
+  const has = (p: Permission): boolean => permissionsOf(role).has(p);
+  const owns = app.owner === TEST_PRINCIPALS[role].sub;
   const mine = owns || app.others === 'write' || (app.others === 'read' && READ_SHARE.includes(permission));
   if (permission === 'app-delete' && owns) return true;
   if (permission === 'app-view')
@@ -398,37 +471,67 @@ function allowedOnApp(
   return mine || has('app-manage-all');
 }
 
-function allowed(rule: Rule, role: TestRole, call: Call): boolean {
+/** Step 1: the permission every caller needs, whatever the name (app-delete: none, the owner needs none). */
+function holdsUpfront(role: TestRole, rule: Rule & { kind: 'app' }): boolean {
+  const has = (p: Permission): boolean => permissionsOf(role).has(p);
+  if (rule.app.from === 'body-copy') return has(rule.permission);
+  if (rule.permission === 'app-delete') return true;
+  if (rule.permission === 'app-view') return has('app-view') || has('app-view-all') || has('app-manage-all');
+  return has(rule.permission);
+}
+
+/** The status `role` must get for `call` under `rule` (success = the operation's success status). */
+function expectedStatus(rule: Rule, role: TestRole, call: Call, success: number): number {
   const has = (p: Permission): boolean => permissionsOf(role).has(p);
   switch (rule.kind) {
     case 'public':
     case 'authenticated':
-      return true;
+      return success;
     case 'process-key':
-      return false; // a bearer is never a process key
+      return rule.app === 'agent' ? 403 : 400; // a bearer is never a process key; 400: no X-Svc-Process-Key
     case 'permission':
-      return has(rule.permission) && (rule.also ?? []).every(has);
+      return has(rule.permission) && (rule.also ?? []).every(has) ? success : 403;
     case 'subscription-owner':
-      return has(rule.permission) && call.subscriptionOwner === role;
+      // another principal's subscription is as unknown as one that does not exist
+      return !has(rule.permission) ? 403 : call.subscriptionOwner === role ? success : 404;
+    case 'visible-app':
+      // no registered service here: the apps the role sees
+      return sees(role, fixtureOf(call.app!)) ? success : 404;
     case 'app': {
-      const app =
-        call.app === undefined
-          ? { owner: TEST_PRINCIPALS[role].sub, others: 'deny' as const }
-          : APPS[call.app]!;
-      if (rule.app.from === 'body-copy')
-        return has(rule.permission) && (call.app === undefined || allowedOnApp(role, rule.app.needs, app));
-      if (!allowedOnApp(role, rule.permission, app)) return false;
+      if (!holdsUpfront(role, rule)) return 403;
+      if (call.app === undefined) return success; // a new app (the caller's own) or a new command
+      const app = fixtureOf(call.app);
+      if (!sees(role, app)) {
+        if (rule.missing === 'not-found') return 404;
+        if (app !== undefined) return 403; // registration over a name it cannot see
+      }
+      if (app?.system === true && rule.changes) return 403; // system_app, svc-admin included
+      const subject = app ?? { owner: TEST_PRINCIPALS[role].sub, others: 'deny' as const };
+      if (!allowedOnApp(role, rule.app.from === 'body-copy' ? rule.app.needs : rule.permission, subject))
+        return 403;
       if (rule.withQuery !== undefined && call.options?.query?.[rule.withQuery.name] !== undefined)
-        return allowedOnApp(role, rule.withQuery.permission, app);
-      return true;
+        return allowedOnApp(role, rule.withQuery.permission, subject) ? success : 403;
+      return success;
     }
   }
 }
 
-/** What a caller the rule refuses gets. */
-function deniedStatus(rule: Rule): number {
-  if (rule.kind === 'process-key') return rule.app === 'agent' ? 403 : 400; // 400: no X-Svc-Process-Key
-  return 403;
+/**
+ * A refusal about an app `role` does not see says nothing of it (never its owner, never "owned by
+ * another principal"), and a 404 is word for word a missing app's.
+ */
+function checkRefusal(
+  rule: Rule,
+  role: TestRole | undefined,
+  call: Call,
+  status: number,
+  body: { error: string; message: string },
+): void {
+  if ((rule.kind !== 'app' && rule.kind !== 'visible-app') || call.app === undefined) return;
+  if (role === undefined || !sees(role, fixtureOf(call.app)))
+    expect(body.message).not.toMatch(/owned by|test-admin|test-developer/);
+  if (status === 404)
+    expect(body).toEqual({ error: 'app_not_found', message: `no application named ${call.app}` });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -436,7 +539,10 @@ function deniedStatus(rule: Rule): number {
 beforeAll(async () => {
   // A cluster node (one etcd, this node alone): the /svc/cluster/* rows need a registry.
   etcd = await startEtcd();
-  daemon = await startTestDaemon({ env: { SVC_REGISTRY_URL: etcd.url, SVC_HOST_NAME: 'matrix-node' } });
+  daemon = await startTestDaemon({
+    env: { SVC_REGISTRY_URL: etcd.url, SVC_HOST_NAME: 'matrix-node' },
+    files: { [`apps/${SYSTEM_APP}.yaml`]: `name: ${SYSTEM_APP}\ncommand: sleep 600\nsystem: true\n` },
+  });
   for (const role of ROLES) tokens.set(role, await daemon.token(role));
   await admin('PUT', '/svc/cluster/app/matrix-task', { body: IDLE_TASK });
   for (const [name, { owner, others }] of Object.entries(APPS)) {
@@ -474,16 +580,17 @@ describe('authorization of every operation for every role (from spec/access.json
           const actual: Record<string, number> = {};
           for (const role of ROLES) {
             const call = await testCase.call(role, transport);
-            const ok = allowed(rule, role, call);
             // Subscriptions live on a persistent connection: over REST every caller gets 405.
             expected[role] =
-              persistent && transport === 'rest' ? 405 : ok ? entry.success : deniedStatus(rule);
+              persistent && transport === 'rest' ? 405 : expectedStatus(rule, role, call, entry.success);
             const client = await clientFor(transport, role);
             const r = await client.call(entry.method, call.path, {
               ...call.options,
               token: tokens.get(role),
             });
             actual[role] = r.status;
+            if (r.status === 403 || r.status === 404)
+              checkRefusal(rule, role, call, r.status, r.json<{ error: string; message: string }>());
             // A success answers what the operation declares (its zod response schema).
             const declared = operations.find((op) => op.id === id)!.responses[0];
             if (r.status === entry.success && 'json' in declared) {
@@ -491,15 +598,24 @@ describe('authorization of every operation for every role (from spec/access.json
               expect(checked.success, `${id} answer: ${checked.error?.message ?? ''}`).toBe(true);
             }
             if (r.status === 403 && rule.kind !== 'process-key')
-              expect(r.json<{ error: string }>().error).toBe('forbidden');
+              expect(r.json<{ error: string }>().error).toBe(
+                rule.kind === 'app' && rule.changes && call.app === SYSTEM_APP && role === 'admin'
+                  ? 'system_app'
+                  : 'forbidden',
+              );
           }
           expect(actual).toEqual(expected);
           if (transport === 'tcp') return; // an unauthenticated TCP connection: same-over-transports
           const call = await testCase.call('nobody', transport);
           const anonymous = await daemon.rest().call(entry.method, call.path, call.options ?? {});
           if (rule.kind === 'public') expect(anonymous.status).toBe(entry.success);
-          else if (rule.kind === 'process-key') expect(anonymous.status).toBe(deniedStatus(rule));
-          else {
+          else if (rule.kind === 'process-key')
+            expect(anonymous.status).toBe(expectedStatus(rule, 'nobody', call, entry.success));
+          else if (rule.kind === 'visible-app') {
+            // no registered service here: every name is answered as a missing one
+            expect(anonymous.status).toBe(404);
+            checkRefusal(rule, undefined, call, 404, anonymous.json<{ error: string; message: string }>());
+          } else {
             expect(anonymous.status).toBe(401);
             expect(anonymous.headers['www-authenticate']).toMatch(
               /^Bearer realm="svc", resource_metadata="https:\/\/127\.0\.0\.1:\d+\/\.well-known\/oauth-protected-resource"$/,

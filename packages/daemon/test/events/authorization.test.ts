@@ -28,7 +28,7 @@ afterAll(async () => {
 const mint = (sub: string): Promise<string> => daemon.issuer.mint({ sub });
 
 describe('subscribe permissions', () => {
-  it('a principal without app-subscribe gets 403; per-app needs the app to be its own without app-view-all', async () => {
+  it('a principal without app-subscribe gets 403; per-app needs the app to be its own without app-view-all (404 otherwise)', async () => {
     ok(await daemon.rest().call('PUT', '/svc/app/admins', { token: admin, body: { command: 'sleep 600' } }));
     const viewer = await daemon.token('viewer'); // svc-viewer has no app-subscribe
     const c1 = await daemon.tcp();
@@ -42,7 +42,8 @@ describe('subscribe permissions', () => {
     expect(reg.status).toBe(403);
     const developer = await daemon.token('developer'); // app-subscribe, app-view: own apps only
     const c2 = await daemon.tcp();
-    expect((await c2.call('POST', '/svc/app/admins/subscribe', { token: developer })).status).toBe(403);
+    // the admin's private app is not one the developer sees: as if it did not exist
+    expect((await c2.call('POST', '/svc/app/admins/subscribe', { token: developer })).status).toBe(404);
     expect((await c2.call('POST', '/svc/subscribe', { token: developer })).status).toBe(403); // no app-view-all
     ok(await c2.call('PUT', '/svc/app/devs', { token: developer, body: { command: 'sleep 600' } }));
     expect((await subscribe(c2, developer, 'devs', 'STATUS,STDOUT')).events).toEqual(['STDOUT', 'STATUS']);

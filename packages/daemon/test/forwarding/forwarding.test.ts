@@ -317,14 +317,44 @@ describe('subscriptions', () => {
     ok(await target.rest().call('POST', `/svc/app/${app}/enable`, { token: admin }));
   }
 
-  /** A subscription still exists on the target: removing it as another principal is 403, not 404. */
-  async function existsOnTarget(target: TestDaemon, id: string): Promise<boolean> {
-    const other = await target.token('developer');
+  /**
+   * The target has no such subscription: its owner, on a direct connection, finds none (had it been
+   * left, this DELETE would remove it and answer 200). Another principal learns nothing either way.
+   */
+  async function goneFromTarget(target: TestDaemon, id: string): Promise<boolean> {
     const direct = await target.tcp();
-    const r = await direct.call('DELETE', '/svc/subscribe', { token: other, query: { subscription_id: id } });
+    const r = await direct.call('DELETE', '/svc/subscribe', { token: admin, query: { subscription_id: id } });
     await direct.close();
-    if (r.status !== 403 && r.status !== 404) throw new Error(`unexpected ${r.status} ${r.text()}`);
-    return r.status === 403;
+    if (r.status !== 200 && r.status !== 404) throw new Error(`unexpected ${r.status} ${r.text()}`);
+    return r.status === 404;
+  }
+
+  /** STATUS pushes the target queued so far (svc_event_deliveries_total). */
+  async function statusPushes(target: TestDaemon): Promise<number> {
+    const r = await target.rest().call('GET', '/svc/metrics', { token: admin });
+    const line = /^svc_event_deliveries_total\{type="STATUS"\} (\d+)$/m.exec(r.text());
+    return Number(line?.[1] ?? 0);
+  }
+
+  /**
+   * STATUS pushes the target queues for one disable + enable of `app` (two per live subscription to
+   * it, wildcard ones included), counted once a direct witness subscription saw both events.
+   */
+  async function pushesPerToggle(
+    target: TestDaemon,
+    app: string,
+    witness: { client: PersistentClient; id: string },
+  ): Promise<number> {
+    const seen = eventsOf(witness.client, witness.id).length;
+    const before = await statusPushes(target);
+    await toggle(target, app);
+    await waitEvents(
+      witness.client,
+      witness.id,
+      (e) => e.length >= seen + 2,
+      'the witness to see the toggle',
+    );
+    return (await statusPushes(target)) - before;
   }
 
   it.each([['tcp'], ['wss']] as const)(
@@ -340,13 +370,12 @@ describe('subscriptions', () => {
         { enabled: true, previous_enabled: false },
       ]);
       expectGapless(events);
-      expect(await existsOnTarget(b, sub.subscription_id)).toBe(true);
       const r = await gateway.call('DELETE', '/svc/app/only-there/subscribe', {
         ...via(B, { token: admin }),
         query: { subscription_id: sub.subscription_id },
       });
       expect(r.status, r.text()).toBe(200);
-      expect(await existsOnTarget(b, sub.subscription_id)).toBe(false);
+      expect(await goneFromTarget(b, sub.subscription_id)).toBe(true);
     },
   );
 
@@ -420,13 +449,22 @@ describe('subscriptions', () => {
   it.each([['tcp'], ['wss']] as const)(
     "over %s: a client disconnect removes the target's subscriptions",
     async (kind) => {
+      // A witness on the target itself counts what one toggle pushes without the gateway's client.
+      const direct = await b.tcp();
+      const witness = {
+        client: direct,
+        id: (await subscribeVia(direct, 'node-b', 'only-there')).subscription_id,
+      };
+      const alone = await pushesPerToggle(b, 'only-there', witness);
       const gateway = await persistent(kind);
       const sub = await subscribeVia(gateway, B, 'only-there');
-      expect(await existsOnTarget(b, sub.subscription_id)).toBe(true);
+      expect(await pushesPerToggle(b, 'only-there', witness)).toBe(alone + 2);
       await gateway.close();
-      await waitFor(async () => !(await existsOnTarget(b, sub.subscription_id)), {
+      await waitFor(async () => (await pushesPerToggle(b, 'only-there', witness)) === alone, {
         what: 'the target to drop the subscription',
       });
+      expect(await goneFromTarget(b, sub.subscription_id)).toBe(true);
+      await direct.close();
     },
   );
 

@@ -184,7 +184,7 @@ describe('system applications always restart (issue 12 item 11)', () => {
 });
 
 describe('POST /svc/app/{system app}/enable by role', () => {
-  it('svc-admin 200 (running: unchanged); maintenance and viewer 404 (system apps are invisible to them); no token 401', async () => {
+  it('svc-admin 200 (running: unchanged); maintenance 404 (system apps are invisible to it); viewer 403 (no app-control, whatever the name); no token 401', async () => {
     const daemon = await start({
       files: { 'apps/sysapp.yaml': 'name: sysapp\ncommand: sleep 600\nsystem: true\n' },
     });
@@ -201,9 +201,10 @@ describe('POST /svc/app/{system app}/enable by role', () => {
     const expected: [string | undefined, number][] = [
       [admin, 200],
       [await daemon.token('maintenance'), 404],
-      // The access rule hides a system app from everyone but svc-admin before it looks at the
-      // permission, so a viewer (no app-control) learns nothing either (auth/access-rules.ts).
-      [await daemon.token('viewer'), 404],
+      // A viewer lacks app-control: 403 for every name, existing, system or missing alike, so it
+      // learns nothing either (spec/contract.md §6, auth/access-rules.ts).
+      [await daemon.token('viewer'), 403],
+      [await daemon.token('nobody'), 403],
       [undefined, 401],
     ];
     for (const [token, status] of expected) {

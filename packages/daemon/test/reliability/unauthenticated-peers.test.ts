@@ -96,12 +96,15 @@ describe('item 1: connections that never finish TLS or never send a request', ()
     for (let i = 0; i < 5; i++) held.push(await tlsSocket(daemon.restPort), await tlsSocket(daemon.tcpPort));
     const peak = daemonConnections(daemon);
     expect(peak).toBe(PER_ADDRESS);
-    // Counted from accept on the TCP port too: the address is full, the next one is closed at once.
-    const refused = await rawSocket(daemon.tcpPort);
-    await waitFor(() => refused.destroyed || refused.readableEnded, {
-      what: 'the 31st connection to be refused',
+    // Counted from accept on the TCP port too: the address is full, so the 31st takes the place of
+    // the oldest silent one (issue 25 H4), which svcd closes at once; the count stays at the cap.
+    const newest = await rawSocket(daemon.tcpPort);
+    await waitFor(() => held[0]!.destroyed || held[0]!.readableEnded, {
+      what: 'the oldest silent connection to make room for the 31st',
       timeoutMs: 5000,
     });
+    expect(daemonConnections(daemon)).toBeLessThanOrEqual(PER_ADDRESS);
+    held.push(newest);
     // The daemon closes every one of them itself (handshake deadline, idle deadline).
     await Promise.all(held.map(closed));
     const closedAfterMs = Date.now() - started;

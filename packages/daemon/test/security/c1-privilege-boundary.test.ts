@@ -228,8 +228,11 @@ describe.skipIf(!IS_ROOT).each([
       },
       { what: 'the app running' },
     );
-    // The environment did arrive (as the user), and no command line anywhere carries it.
-    expect(await readFile(`/proc/${pid}/environ`, 'utf8')).toContain(`C1_SECRET=${secret}`);
+    // The environment did arrive (as the user: in-process, the pid is the helper's until it has
+    // exec'd the command), and no command line anywhere carries it.
+    await waitFor(async () => (await readFile(`/proc/${pid}/environ`, 'utf8')).includes(`C1_SECRET=${secret}`), {
+      what: 'the environment in the running process',
+    });
     const cmdlines = execFileSync('ps', ['-e', '-o', 'args='], { encoding: 'utf8' });
     expect(cmdlines).not.toContain(secret);
     expect((await rest.call('DELETE', `/svc/app/c1-secret-${spawner}`, { token: builder })).status).toBe(200);

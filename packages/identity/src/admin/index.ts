@@ -1,8 +1,10 @@
-// Administrative gRPC API (mutual TLS, loopback 5557) and administration UI (loopback 6064) of the
+// Administrative gRPC API (mutual TLS, loopback 5557) and administration UI (Unix socket
+// work/auth/admin-ui.sock, mode 0600) of the
 // built-in identity (issue 4). See packages/identity/README.md, "Administration".
 export {
-  DEFAULT_ADMIN_UI_LISTEN,
   DEFAULT_GRPC_LISTEN,
+  TCP_ADMIN_UI_LISTEN,
+  defaultAdminUiListen,
   ListenAddressError,
   formatListen,
   isLoopbackHost,

@@ -1,10 +1,22 @@
 // Listener addresses of the administration transports (spec "Modes and configuration", "Ports"):
-// `SVC_AUTH_GRPC_LISTEN` (default 127.0.0.1:5557) and `SVC_AUTH_ADMIN_LISTEN` (default
-// 127.0.0.1:6064). Both must stay on loopback: a non-loopback address is refused, never bound.
+// `SVC_AUTH_GRPC_LISTEN` (default 127.0.0.1:5557) and `SVC_AUTH_ADMIN_LISTEN` (default: the Unix
+// socket `work/auth/admin-ui.sock`; `host:port` on loopback only by explicit choice). A TCP
+// address must stay on loopback: a non-loopback address is refused, never bound.
 import { isIP } from 'node:net';
+import { join } from 'node:path';
 
 export const DEFAULT_GRPC_LISTEN = '127.0.0.1:5557';
-export const DEFAULT_ADMIN_UI_LISTEN = '127.0.0.1:6064';
+/** The conventional TCP address of the administration UI, used only when set explicitly. */
+export const TCP_ADMIN_UI_LISTEN = '127.0.0.1:6064';
+
+/**
+ * The administration UI's default listener in every setup (checkout, package, container): a Unix
+ * socket of mode 0600 in `work/auth/` (work/ is kept 0700 by svcd), so that only svc's own user and
+ * root can connect; they reach it from elsewhere with `ssh -L 6064:<path> host` (issue 25 C2).
+ */
+export function defaultAdminUiListen(workDir: string): string {
+  return `${UNIX_LISTEN_PREFIX}${join(workDir, 'auth', 'admin-ui.sock')}`;
+}
 
 export interface ListenAddress {
   /** A literal loopback IP: 127.0.0.0/8 or ::1 (`localhost` is read as 127.0.0.1). */
@@ -56,9 +68,10 @@ export const UNIX_LISTEN_PREFIX = 'unix:';
 const MAX_SOCKET_PATH_BYTES = 107;
 
 /**
- * The administration UI's listener. `unix:/path` (what package installs set) is a Unix socket of
- * mode 0600, reachable by its owner only (`ssh -L 6064:/path` forwards to it); a TCP listener is
- * reachable by every local user (see docs/decisions.md).
+ * The administration UI's listener. `unix:/path` (the default, defaultAdminUiListen) is a Unix
+ * socket of mode 0600, reachable by its owner and root only (`ssh -L 6064:/path` forwards to it); a
+ * TCP listener is reachable by every local user, who can then act as an administrator (the UI has
+ * no login of its own): unsafe on a shared host (docs/decisions.md).
  */
 export function parseAdminUiListen(value: string, variable: string): AdminUiListen {
   const trimmed = value.trim();

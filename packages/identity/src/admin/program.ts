@@ -2,8 +2,9 @@
 // too. It is the system application `authadmin` (apps/authadmin.yaml).
 //   SVC_AUTH_ADMIN_UI=off   the UI does not listen; the program idles until SIGTERM so that the
 //                           system app stays up for health checks (spec "Administration UI")
-//   SVC_AUTH_ADMIN_LISTEN   the UI listener (default 127.0.0.1:6064, loopback only), or
-//                           unix:/path, a socket of mode 0600 (package installs set this)
+//   SVC_AUTH_ADMIN_LISTEN   the UI listener: unix:/path, a socket of mode 0600 (default
+//                           unix:$SVC_HOME/work/auth/admin-ui.sock), or a loopback host:port
+//                           (reachable by every local user: unsafe on a shared host)
 //   SVC_AUTH_GRPC_LISTEN    where svc-identity serves the gRPC API (default 127.0.0.1:5557); with
 //                           port 0 the bound port is read from work/ports.json, else
 //                           work/ports.identity.json (`grpc`)
@@ -13,7 +14,7 @@ import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../credentials/index.ts';
 import { createAdminClient, type AdminClient } from './grpc-client.ts';
-import { DEFAULT_GRPC_LISTEN, formatListen, parseLoopbackListen } from './listen.ts';
+import { DEFAULT_GRPC_LISTEN, defaultAdminUiListen, formatListen, parseLoopbackListen } from './listen.ts';
 import { loadOrCreateAdminTls } from './tls.ts';
 import { startAdminUi, type AdminUi } from './ui/server.ts';
 
@@ -94,7 +95,7 @@ export async function runAdminUiProgram(options: AdminUiProgramOptions): Promise
   try {
     ui = await startAdminUi({
       client,
-      listen: env['SVC_AUTH_ADMIN_LISTEN'] || undefined,
+      listen: env['SVC_AUTH_ADMIN_LISTEN'] || defaultAdminUiListen(workDir),
       onError: (error) =>
         log(`svc-auth-admin: unexpected error: ${error instanceof Error ? error.message : String(error)}`),
     });

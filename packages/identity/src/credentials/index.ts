@@ -47,3 +47,10 @@ export {
   type LoadedCredentials,
 } from './bootstrap.ts';
 export { createSecretBox, loadMasterKey, masterKeyPath, type SecretBox } from './master-key.ts';
+export {
+  AGENT_KEY_HEADER,
+  readRelayKey,
+  relayKeyMatches,
+  relayKeyPath,
+  writeRelayKey,
+} from './relay-key.ts';

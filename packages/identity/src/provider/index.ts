@@ -8,7 +8,7 @@ export type { KeyRingOptions, KeyRingSnapshot, SigningKey } from './keys.ts';
 export { IdentityState, MAX_PERSISTED_MODELS, identityStateDir } from './state-file.ts';
 export { SignInThrottle, DEFAULT_THROTTLE_LIMITS } from './sign-in-throttle.ts';
 export type { ThrottleLimits } from './sign-in-throttle.ts';
-export { PasswordSignIn, clientAddress } from './sign-in.ts';
+export { PasswordSignIn, clientAddress, verifyClientAddress } from './sign-in.ts';
 export { TotpVerifier, newTotpSecret, totpCode } from './totp.ts';
 export { RefreshReuse, REFRESH_REUSE_MS } from './refresh-reuse.ts';
 export { Telemetry, createTelemetryServer } from './telemetry.ts';

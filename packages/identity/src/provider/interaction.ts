@@ -194,7 +194,7 @@ export async function handleInteraction(
       send(res, 200, totpForm(base, uid, client));
       return;
     }
-    signIn.succeeded(result.userKey);
+    signIn.succeeded(result.userKey, clientAddress(req));
     events.loginSucceeded();
     await provider.interactionFinished(
       req,
@@ -218,7 +218,7 @@ export async function handleInteraction(
       else send(res, 401, totpForm(base, uid, client, 'The code is not valid. Try the current one.'));
       return;
     }
-    signIn.succeeded(result.userKey);
+    signIn.succeeded(result.userKey, clientAddress(req));
     events.loginSucceeded();
     await provider.interactionFinished(
       req,

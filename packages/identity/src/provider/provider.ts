@@ -38,14 +38,15 @@ import {
 } from './clients.ts';
 import { escapeHtml, handleInteraction, page } from './interaction.ts';
 import { SIGNING_ALG, SigningKeyRing } from './keys.ts';
-import { DEFAULT_WEB_REDIRECT_URIS } from './settings.ts';
+import { defaultWebRedirectUris } from './settings.ts';
 import { RefreshReuse, REFRESH_REUSE_MS } from './refresh-reuse.ts';
 import { Telemetry } from './telemetry.ts';
 import type { SecretBox } from '../credentials/master-key.ts';
-import { PasswordSignIn, clientAddress } from './sign-in.ts';
+import { PasswordSignIn, clientAddress, copyClientAddress, verifyClientAddress } from './sign-in.ts';
 import type { IdentityState } from './state-file.ts';
 import type { SignInResult } from './sign-in.ts';
 import { SignInThrottle } from './sign-in-throttle.ts';
+import { allowLoopbackRedirectPorts, clientOriginAllowed } from './loopback-redirect.ts';
 
 export const REFRESH_TOKEN_IDLE_SECONDS = 168 * 3600;
 /** Bound of a form body read by the front (oidc-provider's own limit is 56 KiB). */
@@ -80,6 +81,11 @@ export interface IdentityProviderOptions {
   state?: IdentityState | undefined;
   /** Password-guessing limits; default: the documented limits on `now`. */
   throttle?: SignInThrottle | undefined;
+  /**
+   * The issuer relay key (work/auth/secrets/issuer-relay-key): X-Forwarded-For is believed only on
+   * requests that carry it (svc-agent's); without it, never.
+   */
+  relayKey?: string | undefined;
 }
 
 /** The part of the admin API's session registry the provider feeds. */
@@ -122,6 +128,7 @@ function withBody(req: IncomingMessage, body: Buffer): IncomingMessage {
   copy.httpVersionMajor = req.httpVersionMajor;
   copy.httpVersionMinor = req.httpVersionMinor;
   copy.headers = { ...req.headers, 'content-length': String(body.length) };
+  copyClientAddress(req, copy);
   copy.push(body);
   copy.push(null);
   // A message not marked complete destroys its socket when the stream is destroyed after reading.
@@ -178,7 +185,7 @@ function failedSignIn(
   ctx: KoaContextWithOIDC,
 ): OIDCProviderError {
   if (result.reason === 'locked') {
-    // Too many failed sign-ins for this user or from this address: 429 until the lock ends.
+    // Too many failed sign-ins for this user from this address, or from this address: 429 until the wait ends.
     const seconds = Math.ceil(result.retryAfterMs / 1000);
     ctx.set('retry-after', String(seconds));
     return grantError(429, `too many failed sign-ins: try again in ${seconds} s`);
@@ -231,7 +238,7 @@ export function createIdentityProvider(options: IdentityProviderOptions): Identi
   let clients = clientMetadata({
     automationSecret: options.automationSecret,
     passwordFlow: options.passwordFlow,
-    webRedirectUris: options.webRedirectUris ?? DEFAULT_WEB_REDIRECT_URIS,
+    webRedirectUris: options.webRedirectUris ?? defaultWebRedirectUris(),
   });
 
   const findAccount = async (_ctx: unknown, id: string) => {
@@ -254,6 +261,8 @@ export function createIdentityProvider(options: IdentityProviderOptions): Identi
       claims: { openid: ['sub'], email: ['email'], profile: ['preferred_username'] },
       conformIdTokenClaims: false,
       pkce: { required: () => true },
+      clientBasedCORS: (ctx: KoaContextWithOIDC, origin: string, client: ClientLike) =>
+        clientOriginAllowed(origin, client, ctx.oidc.route),
       rotateRefreshToken: (ctx: object) => !noRotation.has(ctx),
       issueRefreshToken: async (_ctx: unknown, client: ClientLike) =>
         client.grantTypeAllowed('refresh_token'),
@@ -359,6 +368,9 @@ export function createIdentityProvider(options: IdentityProviderOptions): Identi
       },
     });
 
+    // RFC 8252 §7.3 for svc-web too: the agent's real port, SSH tunnels (loopback-redirect.ts).
+    allowLoopbackRedirectPorts(provider);
+
     // Password grant (builtin mode only; absent, hence `unsupported_grant_type`, when turned off).
     if (options.passwordFlow) {
       provider.registerGrantType(
@@ -384,7 +396,7 @@ export function createIdentityProvider(options: IdentityProviderOptions): Identi
               'multi-factor authentication is required for this user: sign in with the browser or device flow',
             );
           }
-          signIn.succeeded(result.userKey);
+          signIn.succeeded(result.userKey, clientAddress(ctx.req));
           telemetry.count('logins_succeeded');
           const scopeParam = typeof params['scope'] === 'string' ? params['scope'] : 'openid';
           const requested = new Set(scopeParam.split(' ').filter(Boolean));
@@ -504,6 +516,7 @@ export function createIdentityProvider(options: IdentityProviderOptions): Identi
 
   async function dispatch(req: IncomingMessage, res: ServerResponse): Promise<void> {
     telemetry.count('requests');
+    verifyClientAddress(req, options.relayKey);
     const url = new URL(req.url ?? '/', 'http://issuer.invalid');
     const path = url.pathname;
     if (path !== issuerPath && !path.startsWith(`${issuerPath}/`)) {
@@ -590,7 +603,7 @@ export function createIdentityProvider(options: IdentityProviderOptions): Identi
       clients = clientMetadata({
         automationSecret: secret,
         passwordFlow: options.passwordFlow,
-        webRedirectUris: options.webRedirectUris ?? DEFAULT_WEB_REDIRECT_URIS,
+        webRedirectUris: options.webRedirectUris ?? defaultWebRedirectUris(),
       });
       current = build();
     },

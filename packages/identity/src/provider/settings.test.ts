@@ -10,6 +10,7 @@ import {
   readOidcFile,
   SettingsError,
 } from './settings.ts';
+import { DEFAULT_THROTTLE_LIMITS } from './sign-in-throttle.ts';
 
 let installRoot: string;
 let home: string;
@@ -78,14 +79,63 @@ describe('svc-web redirect URIs', () => {
     expect(settings.webRedirectUris.some((uri) => uri.includes('{'))).toBe(false);
   });
 
+  it("name the agent's real port (SVC_AGENT_PORT), and no longer the administration UI's 6064", async () => {
+    const settings = await loadIdentitySettings({ SVC_HOME: home, SVC_AGENT_PORT: '7060' }, home);
+    expect(settings.webRedirectUris).toContain('https://127.0.0.1:7060/');
+    expect(settings.webRedirectUris).toContain('https://[::1]:7060/');
+    expect(settings.webRedirectUris.filter((uri) => uri.includes(':6060'))).toEqual([]);
+    expect(settings.webRedirectUris.filter((uri) => uri.includes('6064'))).toEqual([]);
+    await expect(loadIdentitySettings({ SVC_HOME: home, SVC_AGENT_PORT: 'x' }, home)).rejects.toThrow(
+      /SVC_AGENT_PORT/,
+    );
+  });
+
   it('expand {hostname} in the file too, and skip it for a name a URL cannot carry', async () => {
-    await oidcYaml(home, 'OIDC:\n  web_redirect_uris:\n    - https://{hostname}:7000/\n');
+    await oidcYaml(
+      home,
+      'OIDC:\n  web_redirect_uris:\n    - https://{hostname}:7000/\n    - https://{hostname}:{agent_port}/x\n',
+    );
     const settings = await loadIdentitySettings({ SVC_HOME: home }, installRoot);
     expect(settings.webRedirectUris).toEqual(
-      /^[a-z0-9.-]+$/.test(hostname().toLowerCase()) ? [`https://${hostname().toLowerCase()}:7000/`] : [],
+      /^[a-z0-9.-]+$/.test(hostname().toLowerCase())
+        ? [`https://${hostname().toLowerCase()}:7000/`, `https://${hostname().toLowerCase()}:6060/x`]
+        : [],
     );
-    expect(expandRedirectUris(DEFAULT_WEB_REDIRECT_URIS, 'Box-1.example')).toContain('https://box-1.example:6060/');
+    expect(expandRedirectUris(DEFAULT_WEB_REDIRECT_URIS, 'Box-1.example')).toContain(
+      'https://box-1.example:6060/',
+    );
     for (const hostile of ['evil.example/x?', 'a@b', 'x y', '', 'é.example', 'a'.repeat(300)])
       expect(expandRedirectUris(['https://{hostname}:6060/'], hostile)).toEqual([]);
+  });
+});
+
+describe('OIDC.sign_in_throttle', () => {
+  it('overrides the password-guessing limits key by key, the defaults elsewhere', async () => {
+    expect((await loadIdentitySettings({ SVC_HOME: home }, installRoot)).signInThrottle).toEqual(
+      DEFAULT_THROTTLE_LIMITS,
+    );
+    await oidcYaml(
+      home,
+      'OIDC:\n  sign_in_throttle:\n    user_address_failures: 3\n    base_delay_ms: 30000\n',
+    );
+    expect((await loadIdentitySettings({ SVC_HOME: home }, installRoot)).signInThrottle).toEqual({
+      ...DEFAULT_THROTTLE_LIMITS,
+      userAddressFailures: 3,
+      baseDelayMs: 30_000,
+    });
+  });
+
+  it('refuses unknown keys, non-integers, out-of-range values and delays out of order', async () => {
+    for (const [body, message] of [
+      ['sign_in_throttle: 5', /must be a mapping/],
+      ['sign_in_throttle:\n    lock_ms: 5', /lock_ms is not a setting/],
+      ['sign_in_throttle:\n    address_failures: 0', /address_failures must be an integer from 1/],
+      ['sign_in_throttle:\n    base_delay_ms: "1000"', /base_delay_ms must be an integer/],
+      ['sign_in_throttle:\n    max_entries: 1.5', /max_entries must be an integer/],
+      ['sign_in_throttle:\n    max_delay_ms: 10\n    base_delay_ms: 20', /base_delay_ms <= max_delay_ms/],
+    ] as const) {
+      await oidcYaml(home, `OIDC:\n  ${body}\n`);
+      await expect(loadIdentitySettings({ SVC_HOME: home }, installRoot), body).rejects.toThrow(message);
+    }
   });
 });

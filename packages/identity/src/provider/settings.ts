@@ -4,6 +4,7 @@ import { readFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
+import { DEFAULT_THROTTLE_LIMITS, type ThrottleLimits } from './sign-in-throttle.ts';
 
 export interface IdentitySettings {
   readonly home: string;
@@ -17,36 +18,57 @@ export interface IdentitySettings {
   readonly passwordFlow: boolean;
   /** Redirect URIs of the browser client `svc-web`. */
   readonly webRedirectUris: readonly string[];
+  /** Password-guessing limits (`OIDC.sign_in_throttle`), the defaults where unset. */
+  readonly signInThrottle: ThrottleLimits;
 }
 
 export class SettingsError extends Error {}
 
 /**
- * `{hostname}` in a redirect URI stands for this host's name (os.hostname()), so the default names
- * the agent's own origin however the host is called. The web UI (packages/web) returns to the
- * agent's root, `https://<host>:6060/`.
+ * `{hostname}` in a redirect URI stands for this host's name (os.hostname()) and `{agent_port}` for
+ * the agent's port (SVC_AGENT_PORT, which svcd passes to its system apps; 6060 by default), so the
+ * defaults name the agent's own origin however the host is called. The web UI (packages/web)
+ * returns to the agent's root, `https://<host>:<agent port>/`. On a loopback host (127.0.0.1,
+ * [::1], localhost) the port is not compared (RFC 8252 §7.3, loopback-redirect.ts): an SSH tunnel
+ * to the agent on any local port signs in too.
  */
 export const HOSTNAME_PLACEHOLDER = '{hostname}';
+export const AGENT_PORT_PLACEHOLDER = '{agent_port}';
+export const DEFAULT_AGENT_PORT = 6060;
 
 export const DEFAULT_WEB_REDIRECT_URIS = [
-  'https://127.0.0.1:6060/',
-  'https://localhost:6060/',
-  `https://${HOSTNAME_PLACEHOLDER}:6060/`,
-  'https://127.0.0.1:6060/auth/callback',
-  'https://localhost:6060/auth/callback',
-  'http://127.0.0.1:6064/callback',
+  `https://127.0.0.1:${AGENT_PORT_PLACEHOLDER}/`,
+  `https://[::1]:${AGENT_PORT_PLACEHOLDER}/`,
+  `https://localhost:${AGENT_PORT_PLACEHOLDER}/`,
+  `https://${HOSTNAME_PLACEHOLDER}:${AGENT_PORT_PLACEHOLDER}/`,
+  `https://127.0.0.1:${AGENT_PORT_PLACEHOLDER}/auth/callback`,
+  `https://localhost:${AGENT_PORT_PLACEHOLDER}/auth/callback`,
 ];
 
-/** The URIs with `{hostname}` replaced by `host` (lower-cased; a name URLs cannot carry is skipped). */
-export function expandRedirectUris(uris: readonly string[], host: string): string[] {
+/**
+ * The URIs with `{hostname}` replaced by `host` (lower-cased; a URI naming a host URLs cannot carry
+ * is skipped) and `{agent_port}` by `agentPort`.
+ */
+export function expandRedirectUris(
+  uris: readonly string[],
+  host: string,
+  agentPort: number = DEFAULT_AGENT_PORT,
+): string[] {
   const name = host.toLowerCase();
   const usable = /^[a-z0-9.-]{1,253}$/.test(name);
   const out: string[] = [];
   for (const uri of uris) {
-    if (!uri.includes(HOSTNAME_PLACEHOLDER)) out.push(uri);
-    else if (usable) out.push(uri.split(HOSTNAME_PLACEHOLDER).join(name));
+    if (uri.includes(HOSTNAME_PLACEHOLDER) && !usable) continue;
+    out.push(
+      uri.split(HOSTNAME_PLACEHOLDER).join(name).split(AGENT_PORT_PLACEHOLDER).join(String(agentPort)),
+    );
   }
   return [...new Set(out)];
+}
+
+/** The default redirect URIs of svc-web for this host and agent port. */
+export function defaultWebRedirectUris(agentPort: number = DEFAULT_AGENT_PORT): string[] {
+  return expandRedirectUris(DEFAULT_WEB_REDIRECT_URIS, hostname(), agentPort);
 }
 
 function port(value: string | number | undefined, name: string, fallback: number): number {
@@ -67,6 +89,7 @@ interface OidcFile {
   OIDC?: {
     password_flow?: unknown;
     web_redirect_uris?: unknown;
+    sign_in_throttle?: unknown;
     issuer_port?: unknown;
     telemetry_port?: unknown;
   };
@@ -110,6 +133,45 @@ export function passwordFlowEnabled(file: OidcFile, env: NodeJS.ProcessEnv): boo
   return fromFile;
 }
 
+/** `OIDC.sign_in_throttle` keys, their ThrottleLimits field and the accepted range. */
+const THROTTLE_KEYS: readonly (readonly [string, keyof ThrottleLimits, number, number])[] = [
+  ['user_address_failures', 'userAddressFailures', 1, 1_000_000],
+  ['address_failures', 'addressFailures', 1, 1_000_000],
+  ['user_failures', 'userFailures', 1, 1_000_000],
+  ['base_delay_ms', 'baseDelayMs', 1, 86_400_000],
+  ['max_delay_ms', 'maxDelayMs', 1, 86_400_000],
+  ['forget_after_ms', 'forgetMs', 1, 30 * 86_400_000],
+  ['max_entries', 'maxEntries', 100, 10_000_000],
+];
+
+/** The password-guessing limits: `OIDC.sign_in_throttle` over DEFAULT_THROTTLE_LIMITS. */
+export function signInThrottleLimits(file: OidcFile): ThrottleLimits {
+  const given = file.OIDC?.sign_in_throttle ?? {};
+  if (given === null || typeof given !== 'object' || Array.isArray(given))
+    throw new SettingsError('config/oidc.yaml: OIDC.sign_in_throttle must be a mapping');
+  const values = given as Record<string, unknown>;
+  const known = new Set(THROTTLE_KEYS.map(([key]) => key));
+  const unknown = Object.keys(values).find((key) => !known.has(key));
+  if (unknown !== undefined)
+    throw new SettingsError(`config/oidc.yaml: OIDC.sign_in_throttle.${unknown} is not a setting`);
+  const limits: Record<string, number> = { ...DEFAULT_THROTTLE_LIMITS };
+  for (const [key, field, min, max] of THROTTLE_KEYS) {
+    const value = values[key];
+    if (value === undefined || value === null) continue;
+    if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max)
+      throw new SettingsError(
+        `config/oidc.yaml: OIDC.sign_in_throttle.${key} must be an integer from ${min} to ${max}`,
+      );
+    limits[field] = value;
+  }
+  const result = limits as unknown as ThrottleLimits;
+  if (result.maxDelayMs < result.baseDelayMs || result.forgetMs < result.maxDelayMs)
+    throw new SettingsError(
+      'config/oidc.yaml: OIDC.sign_in_throttle needs base_delay_ms <= max_delay_ms <= forget_after_ms',
+    );
+  return result;
+}
+
 /** `defaultHome` is the install root: SVC_HOME when the variable is unset, and the oidc.yaml defaults. */
 export async function loadIdentitySettings(
   env: NodeJS.ProcessEnv,
@@ -120,10 +182,11 @@ export async function loadIdentitySettings(
   const modeEnv = env['SVC_AUTH_MODE'] || 'builtin';
   if (modeEnv !== 'builtin' && modeEnv !== 'external')
     throw new SettingsError(`SVC_AUTH_MODE: expected builtin or external`);
+  const agentPort = port(env['SVC_AGENT_PORT'], 'SVC_AGENT_PORT', DEFAULT_AGENT_PORT);
   const configured = file.OIDC?.web_redirect_uris;
   const uris =
     Array.isArray(configured) && configured.every((u) => typeof u === 'string')
-      ? expandRedirectUris(configured, hostname())
+      ? expandRedirectUris(configured, hostname(), agentPort)
       : configured;
   if (
     uris !== undefined &&
@@ -146,6 +209,7 @@ export async function loadIdentitySettings(
       port(file.OIDC?.telemetry_port as number | undefined, 'OIDC.telemetry_port', 6063),
     ),
     passwordFlow: passwordFlowEnabled(file, env),
-    webRedirectUris: (uris as string[] | undefined) ?? expandRedirectUris(DEFAULT_WEB_REDIRECT_URIS, hostname()),
+    webRedirectUris: (uris as string[] | undefined) ?? defaultWebRedirectUris(agentPort),
+    signInThrottle: signInThrottleLimits(file),
   };
 }

@@ -1,10 +1,14 @@
 // The one password check of the issuer (password grant and the browser/device sign-in form):
-// throttled per user and per address (sign-in-throttle.ts), and as slow for an unknown login as
+// throttled per (user, address) and per address with growing waits, never an account lock
+// (sign-in-throttle.ts), and as slow for an unknown login as
 // for a known one (a bcrypt compare against a dummy hash), so that response time does not tell
 // whether a user exists.
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
+import { isIP } from 'node:net';
 import bcrypt from 'bcryptjs';
+import { isLoopbackHost } from '../admin/listen.ts';
+import { AGENT_KEY_HEADER, relayKeyMatches } from '../credentials/relay-key.ts';
 import type { SecretBox } from '../credentials/master-key.ts';
 import { BCRYPT_COST, verifyPassword } from '../credentials/password.ts';
 import type { IdentityStore, UserRecord } from '../store/identity-store.ts';
@@ -30,16 +34,50 @@ const MAX_PENDING = 10_000;
 /** Longest login considered (longer ones are counted under their first 256 characters). */
 const MAX_LOGIN_KEY = 256;
 
+/** Where dispatch leaves the verified client address on a request (never a header a client sets). */
+const CLIENT_ADDRESS = Symbol('svc.clientAddress');
+type AddressedRequest = IncomingMessage & { [CLIENT_ADDRESS]?: string };
+
+/** `::ffff:192.0.2.1` → `192.0.2.1`: one client, one address, whichever socket family it came on. */
+function normalizeAddress(address: string): string {
+  const mapped = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(address);
+  return mapped === null ? address : mapped[1]!;
+}
+
 /**
- * The client address of a request: svc-agent replaces X-Forwarded-For with the address it saw
- * (its first entry); otherwise the peer address. A local process could send its own header, which
- * only moves its guesses to another address bucket: the per-user limit holds regardless.
+ * Decides the client address of a request at the issuer once, as it arrives (issue 25 M4), and
+ * removes the agent's key header. X-Forwarded-For is believed only when the request comes over
+ * loopback with the agent's relay key in X-Svc-Agent-Key (svc-agent replaces any X-Forwarded-For
+ * its own clients send with the address it saw); from anyone else it is ignored and the address is
+ * the connection's, so a local process sending straight to the issuer port cannot spread its
+ * guesses over invented addresses.
  */
-export function clientAddress(req: IncomingMessage): string {
+export function verifyClientAddress(req: IncomingMessage, relayKey: string | undefined): string {
+  const presented = req.headers[AGENT_KEY_HEADER];
+  delete req.headers[AGENT_KEY_HEADER];
+  const peer = req.socket.remoteAddress ?? 'unknown';
   const forwarded = req.headers['x-forwarded-for'];
-  const first = (Array.isArray(forwarded) ? forwarded[0] : forwarded)?.split(',')[0]?.trim();
-  if (first !== undefined && first !== '' && first.length <= 64) return first;
-  return req.socket.remoteAddress ?? 'unknown';
+  const address =
+    typeof forwarded === 'string' &&
+    isIP(forwarded) !== 0 &&
+    isLoopbackHost(normalizeAddress(peer)) &&
+    relayKeyMatches(presented, relayKey)
+      ? forwarded
+      : peer;
+  const normalized = normalizeAddress(address);
+  (req as AddressedRequest)[CLIENT_ADDRESS] = normalized;
+  return normalized;
+}
+
+/** Carries the verified address over to a copy of the request (the provider re-reads bodies). */
+export function copyClientAddress(from: IncomingMessage, to: IncomingMessage): void {
+  const address = (from as AddressedRequest)[CLIENT_ADDRESS];
+  if (address !== undefined) (to as AddressedRequest)[CLIENT_ADDRESS] = address;
+}
+
+/** The client address verifyClientAddress decided for `req`, else its connection's address. */
+export function clientAddress(req: IncomingMessage): string {
+  return (req as AddressedRequest)[CLIENT_ADDRESS] ?? normalizeAddress(req.socket.remoteAddress ?? 'unknown');
 }
 
 export class PasswordSignIn {
@@ -149,7 +187,7 @@ export class PasswordSignIn {
     return { ok: true, user, userKey };
   }
 
-  succeeded(userKey: string): void {
-    this.throttle.succeeded(userKey);
+  succeeded(userKey: string, address: string): void {
+    this.throttle.succeeded(userKey, address);
   }
 }

@@ -3,7 +3,7 @@
 // SVC_HOME. Secrets go to the script on stdin only and never into assertion messages.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { request } from 'node:http';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { BUILTIN_MODE_ENV, killManagedProcesses, startTestDaemon, type TestDaemon } from '@svc/testkit';
@@ -50,6 +50,10 @@ export interface StackOptions {
   env?: Record<string, string>;
   /** Whether svc-auth-admin listens (default true): the start waits for its port then. */
   adminUi?: boolean;
+  /** Whether svc-agent runs too (default false); its port is `ports().agent`. */
+  agent?: boolean;
+  /** More files under SVC_HOME before the first start (e.g. `config/oidc.yaml`). */
+  files?: Record<string, string>;
 }
 
 /** GET over a Unix socket: the status, or the connection error's code. */
@@ -62,6 +66,25 @@ export function getOverSocket(socketPath: string, path: string): Promise<number 
     req.on('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? 'error'));
     req.end();
   });
+}
+
+/**
+ * The pid of the system app started from `program` (e.g. `packages/identity/bin/svc-identity.js`)
+ * for SVC_HOME `home`, found in /proc by its command line and environment.
+ */
+export async function systemAppPid(home: string, program: string): Promise<number | undefined> {
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const cmdline = await readFile(`/proc/${entry}/cmdline`, 'utf8');
+      if (!cmdline.includes(program)) continue;
+      const environ = (await readFile(`/proc/${entry}/environ`, 'utf8')).split('\0');
+      if (environ.includes(`SVC_HOME=${home}`)) return Number(entry);
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  return undefined;
 }
 
 async function readJson(file: string): Promise<Record<string, number>> {
@@ -110,6 +133,7 @@ export async function startAuthStack(options: StackOptions = {}): Promise<AuthSt
   const files = {
     'apps/identity.yaml': await readFile(join(ROOT, 'apps', 'identity.yaml'), 'utf8'),
     'apps/authadmin.yaml': await readFile(join(ROOT, 'apps', 'authadmin.yaml'), 'utf8'),
+    ...options.files,
   };
   const env = {
     ...BUILTIN_MODE_ENV,
@@ -122,7 +146,7 @@ export async function startAuthStack(options: StackOptions = {}): Promise<AuthSt
   const ports = (): Promise<Record<string, number>> => readJson(join(workDir, 'ports.json'));
 
   const start = async (first: boolean): Promise<void> => {
-    daemon = await startTestDaemon({ home, env, files: first ? files : {} });
+    daemon = await startTestDaemon({ home, env, files: first ? files : {}, agent: options.agent === true });
     const d = daemon;
     issuer = await waitFor(
       async () => {
@@ -136,9 +160,12 @@ export async function startAuthStack(options: StackOptions = {}): Promise<AuthSt
       intervalMs: 50,
       what: 'issuer discovery',
     });
+    // An empty SVC_AUTH_ADMIN_LISTEN is the default: the socket work/auth/admin-ui.sock.
     const socket = env.SVC_AUTH_ADMIN_LISTEN.startsWith('unix:')
       ? env.SVC_AUTH_ADMIN_LISTEN.slice('unix:'.length)
-      : undefined;
+      : env.SVC_AUTH_ADMIN_LISTEN === ''
+        ? join(workDir, 'auth', 'admin-ui.sock')
+        : undefined;
     if (adminUi)
       await waitFor(
         async () => {

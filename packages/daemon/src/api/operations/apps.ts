@@ -2,18 +2,19 @@
 // Authorization is each operation's `access` rule (auth/access-rules.ts); handlers do none.
 import { SvcError } from '@svc/protocol';
 import * as z from 'zod';
+import { appNotFound } from '../../auth/access-rules.ts';
 import { parseEventList } from '../../events/event-names.ts';
+import { listingResponse } from '../app-listing.ts';
 import { json, text } from '../responses.ts';
 import { AppDefinition, AppList, AppRemoved, AppView, AppViewSubscribed } from '../schemas.ts';
 import type { Services } from '../services.ts';
 import { defineOperation, type Operation } from '../types.ts';
 import { persistentConnection, subscriptionBody } from './events.ts';
 import { durationParam, integerParam, patternParam } from './query.ts';
+import { LIMITS } from '../../model/app-definition.ts';
 
 const MAX_LONG_POLL_MS = 300_000;
 const MAX_OUTPUT_BYTES = 16 * 1024 * 1024;
-
-const appNotFound = (name: string): SvcError => new SvcError('app_not_found', `no application named ${name}`);
 
 /** The registration body: a JSON object whose `name`, if any, is the path's. */
 const registrationBody = z.custom<Record<string, unknown>>(
@@ -36,12 +37,11 @@ export const appOperations: Operation<Services>[] = [
     summary: 'List applications with their runtime fields (system applications for svc-admin only)',
     responses: [{ status: 200, description: 'the applications', json: AppList }],
     async handle({ services, grant }) {
-      return json(
-        services.supervisor
-          .list()
-          .filter((app) => grant.seesSystemApps || app['system'] !== true)
-          .map((app) => withTask(app, services)),
-      );
+      const views = services.supervisor
+        .list()
+        .filter((app) => grant.seesSystemApps || app['system'] !== true)
+        .map((app) => withTask(app, services));
+      return listingResponse(views, (name) => services.supervisor.definition(name));
     },
   }),
   defineOperation<Services>({
@@ -76,7 +76,9 @@ export const appOperations: Operation<Services>[] = [
       withQuery: { name: 'subscribe_events', permission: 'app-subscribe' },
     },
     summary: 'Register or replace an application',
-    body: { kind: 'json', schema: registrationBody, doc: AppDefinition, errorCode: 'invalid_app' },
+    body: { kind: 'json', schema: registrationBody, doc: AppDefinition, errorCode: 'invalid_app',
+      maxBytes: LIMITS.definitionBodyBytes,
+    },
     query: z.object({
       subscribe_events: z.string().optional().meta({
         description:
@@ -157,8 +159,11 @@ export const appOperations: Operation<Services>[] = [
     id: 'getApplicationHealth',
     method: 'GET',
     path: '/svc/app/{name}/health',
-    access: { kind: 'public' },
-    summary: 'Health of an application: body 0 (healthy) or 1 (unhealthy)',
+    // Service registration's health URL (cluster services answer anyone); any other application
+    // answers only a bearer that sees it, and every other name the 404 of a missing one.
+    access: { kind: 'visible-app' },
+    summary:
+      'Health of an application: body 0 (healthy) or 1 (unhealthy); without a token only registered services answer',
     responses: [
       { status: 200, description: 'healthy: body "0"', media: 'text/plain' },
       { status: 503, description: 'unhealthy: body "1"', media: 'text/plain' },

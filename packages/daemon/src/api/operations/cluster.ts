@@ -16,6 +16,7 @@ import {
 } from '../schemas.ts';
 import type { Services } from '../services.ts';
 import { defineOperation, type Operation } from '../types.ts';
+import { LIMITS } from '../../model/app-definition.ts';
 
 /** A task is one registry value: well under etcd's request limit (1.5 MiB by default). */
 export const MAX_TASK_BYTES = 256 * 1024;
@@ -114,7 +115,9 @@ export const clusterOperations: Operation<Services>[] = [
     path: '/svc/cluster/app/{name}',
     access: { kind: 'permission', permission: 'app-reg' },
     summary: 'Define or replace a cluster task; the leader places its replicas on fitting worker nodes',
-    body: { kind: 'json', schema: taskBody, doc: ClusterTask, errorCode: 'invalid_app' },
+    body: { kind: 'json', schema: taskBody, doc: ClusterTask, errorCode: 'invalid_app',
+      maxBytes: LIMITS.definitionBodyBytes,
+    },
     responses: [
       { status: 200, description: 'the stored task (placements as of now)', json: ClusterTaskView },
     ],

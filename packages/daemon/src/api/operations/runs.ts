@@ -6,6 +6,7 @@ import { RunDefinition, RunStarted } from '../schemas.ts';
 import type { Services } from '../services.ts';
 import { defineOperation, type Operation } from '../types.ts';
 import { durationParam } from './query.ts';
+import { LIMITS } from '../../model/app-definition.ts';
 
 /** The run body: a JSON object (validated as an application definition by the supervisor). */
 const runBody = z.record(z.string(), z.unknown(), { error: 'the run definition must be a JSON object' });
@@ -45,7 +46,9 @@ export const runOperations: Operation<Services>[] = [
       changes: false,
     },
     summary: 'Start a one-off run; returns the transient app name and process uuid',
-    body: { kind: 'json', schema: runBody, doc: RunDefinition, errorCode: 'invalid_app' },
+    body: { kind: 'json', schema: runBody, doc: RunDefinition, errorCode: 'invalid_app',
+      maxBytes: LIMITS.definitionBodyBytes,
+    },
     query: asyncQuery,
     responses: [{ status: 200, description: 'the run started', json: RunStarted }],
     async handle({ input, principal, services }) {
@@ -77,7 +80,9 @@ export const runOperations: Operation<Services>[] = [
       changes: false,
     },
     summary: 'Run to completion; returns the output with X-Exit-Code',
-    body: { kind: 'json', schema: runBody, doc: RunDefinition, errorCode: 'invalid_app' },
+    body: { kind: 'json', schema: runBody, doc: RunDefinition, errorCode: 'invalid_app',
+      maxBytes: LIMITS.definitionBodyBytes,
+    },
     query: syncQuery,
     responses: [
       {

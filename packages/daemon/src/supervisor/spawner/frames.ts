@@ -1,7 +1,8 @@
-// The spawner protocol's frames (packages/spawner/README.md, spec/spawner-protocol.md): pure
-// encoding and an incremental decoder, no I/O. A frame is a u32 little-endian payload length, then
-// the payload: u8 type, u32 request id (events: the first field instead), then the type's fields.
-// Strings are u32 length + bytes; lists are u32 count + items.
+// svcd's side of the spawner protocol (spec/spawner-protocol.md): it encodes requests and decodes
+// replies, pure, no I/O; svc-spawner.c has the other two halves. A frame is a u32 little-endian
+// payload length, then the payload: u8 type, u32 request id (events: the first field instead), then
+// the type's fields. Strings are u32 length + bytes; lists are u32 count + items. Every frame of
+// spec/spawner-vectors.json is checked against this file (spawner-vectors.test.ts).
 
 import { constants as osConstants } from 'node:os';
 
@@ -84,6 +85,11 @@ export function describeSpawnFailure(
     stage === STAGE.exec || stage === STAGE.chdir ? `spawn ${file} ${code}${where}` : `${stageName(stage)}: ${code}`;
   const exitCode = code === 'ENOENT' ? 127 : code === 'EACCES' || code === 'ENOEXEC' ? 126 : 1;
   return { message: `spawn failed: ${what}`, exitCode };
+}
+
+/** Why `svc-spawner exec` did not run its program: 5 status bytes (u8 stage, i32 errno LE); none = it exec'd. */
+export function decodeExecStatus(bytes: Buffer): { stage: number; errno: number } | undefined {
+  return bytes.length >= 5 ? { stage: bytes[0] as number, errno: bytes.readInt32LE(1) } : undefined;
 }
 
 class Writer {

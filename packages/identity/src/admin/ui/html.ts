@@ -77,8 +77,8 @@ export function passwordsPage(
         '/passwords/unlock',
         token,
         { email: user.email },
-        'Clear lockout',
-        `Clear the sign-in lockout of ${user.email}`,
+        'End sign-in waits',
+        `End the password-guessing waits of ${user.email}`,
       );
       const actions = user.static
         ? `<span class="muted">static identity</span> ${unlock}`

@@ -1,6 +1,7 @@
-// The administration UI (spec "Administration UI"): HTTP on loopback (SVC_AUTH_ADMIN_LISTEN,
-// default 127.0.0.1:6064) or on a Unix socket of mode 0600 (`unix:/path`, what package installs
-// set: only the owner can connect, where any local user can reach a TCP port), no authentication of its own (access by SSH port forwarding), a client
+// The administration UI (spec "Administration UI"): HTTP on a Unix socket of mode 0600
+// (SVC_AUTH_ADMIN_LISTEN `unix:/path`, the program's default: only the owner and root can connect)
+// or, by explicit choice, on a loopback TCP port (which any local user can reach), no
+// authentication of its own (access by SSH port forwarding), a client
 // of the administrative gRPC API. Server-rendered pages for users ("Passwords"), OAuth clients,
 // sessions and MFA, and a small JSON API for the helper script (add-user / delete-user).
 //
@@ -16,7 +17,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo, Socket } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import { isAdminRpcError, type AdminClient } from '../grpc-client.ts';
-import { DEFAULT_ADMIN_UI_LISTEN, formatListen, isLoopbackHost, parseAdminUiListen } from '../listen.ts';
+import { formatListen, isLoopbackHost, parseAdminUiListen } from '../listen.ts';
 import type { AdminUiListen } from '../listen.ts';
 import { listenUnixSocket } from './unix-socket.ts';
 import {
@@ -32,8 +33,8 @@ import {
 export interface AdminUiOptions {
   /** The gRPC client (with the UI's client certificate). */
   client: AdminClient;
-  /** `SVC_AUTH_ADMIN_LISTEN` (default 127.0.0.1:6064) or `unix:/path`; a non-loopback address is refused. */
-  listen?: string | undefined;
+  /** `unix:/path` or a loopback `host:port` (SVC_AUTH_ADMIN_LISTEN); a non-loopback address is refused. */
+  listen: string;
   /** Unexpected errors (never with request bodies). */
   onError?: ((error: unknown) => void) | undefined;
 }
@@ -166,10 +167,7 @@ function decodeEmail(segment: string): string {
 }
 
 export async function startAdminUi(options: AdminUiOptions): Promise<AdminUi> {
-  const address: AdminUiListen = parseAdminUiListen(
-    options.listen ?? DEFAULT_ADMIN_UI_LISTEN,
-    'SVC_AUTH_ADMIN_LISTEN',
-  );
+  const address: AdminUiListen = parseAdminUiListen(options.listen, 'SVC_AUTH_ADMIN_LISTEN');
   const client = options.client;
   const csrfToken = randomBytes(32).toString('base64url');
   const csrfValid = (value: string | undefined): boolean =>
@@ -264,7 +262,7 @@ export async function startAdminUi(options: AdminUiOptions): Promise<AdminUi> {
       case '/passwords/unlock':
         return formAction(response, '/passwords', async () => {
           const result = await client.Passwords.UnlockUser({ email: field('email') });
-          return `Sign-in lockout of ${result.email} cleared (${result.locks_cleared} in force).`;
+          return `Sign-in waits of ${result.email} ended (${result.locks_cleared} in force).`;
         });
       case '/clients/regenerate':
         return formAction(response, '/clients', async () => {
