@@ -11,6 +11,7 @@ import { SvcError } from '@svc/protocol';
 import type { Logger } from '../log/logger.ts';
 import { othersAccess, parseAppDefinition, type AppDefinition } from '../model/app-definition.ts';
 import type { AdoptionRules } from '../privilege/adoption.ts';
+import { realClock } from '../util/clock.ts';
 import { adoptByPid, adoptionRules, type PidAdoptionContext } from './adopt-pid.ts';
 import { AppStore, refuseReservedName } from './app-store.ts';
 import { appView, CpuSamplesHook, type AppViewContext } from './app-view.ts';
@@ -26,19 +27,18 @@ import { ExecutionUsers, IdentityHook } from './hooks/identity.ts';
 import { OutputHook } from './hooks/output.ts';
 import { SnapshotHook } from './hooks/snapshot.ts';
 import type { AppLifecycle } from './lifecycle.ts';
-import { realClock } from '../util/clock.ts';
-import { OutputStore } from './output-store.ts';
-import { ProcessKeys } from './process-keys.ts';
-import type { ProcessRunner } from './process-runner.ts';
-import { AppRegistry } from './registry.ts';
-import { probeResourceLimiter } from './resource-limit.ts';
-import { startRun, syncRun, type RunContext } from './runs.ts';
 import {
   DEFAULT_ADOPTED_POLL_MS,
   DEFAULT_HEALTH_INTERVAL_MS,
   DEFAULT_STOP_GRACE_MS,
   type SupervisorOptions,
 } from './options.ts';
+import { OutputStore } from './output-store.ts';
+import { ProcessKeys } from './process-keys.ts';
+import type { ProcessRunner } from './process-runner.ts';
+import { AppRegistry } from './registry.ts';
+import { probeResourceLimiter } from './resource-limit.ts';
+import { startRun, syncRun, type RunContext } from './runs.ts';
 import { createRunner, spawnerPaths, userSwitchOf } from './spawner/launch.ts';
 import type { SpawnerRunner } from './spawner/spawner-runner.ts';
 import { startApps } from './startup.ts';
