@@ -44,7 +44,12 @@ export class Daemon implements RunningDaemon {
   readonly #components: ComponentList;
   #closing: Promise<void> | undefined;
 
-  private constructor(config: DaemonConfig, logger: Logger, ports: Listeners['ports'], components: ComponentList) {
+  private constructor(
+    config: DaemonConfig,
+    logger: Logger,
+    ports: Listeners['ports'],
+    components: ComponentList,
+  ) {
     this.config = config;
     this.logger = logger;
     this.ports = { ...ports };
@@ -92,14 +97,24 @@ export class Daemon implements RunningDaemon {
    * The setup steps, in order. The listeners are bound before the components that need their port
    * and serve once everything behind them is live; should a step fail before, they are closed here.
    */
-  static async #assemble(config: DaemonConfig, logger: RootLogger, components: ComponentList): Promise<Listeners> {
+  static async #assemble(
+    config: DaemonConfig,
+    logger: RootLogger,
+    components: ComponentList,
+  ): Promise<Listeners> {
     const hostConfig = await openHostConfig(config, logger);
     const secrets = await loadSecrets(config, logger);
     // Always kept: GET /svc/metrics serves them to host-resource-view bearers (App Mesh 3.0), and
     // to the agent's exporter when SVC_METRICS_PORT turns that on. prom-client is a lazy module.
     const metrics = new (await import('./metrics/daemon-metrics.ts')).DaemonMetrics();
     const access = await openCallerAccess(config, metrics);
-    const listeners = await bindListeners({ config, tls: secrets.tls, logger, auth: access.authenticator, metrics });
+    const listeners = await bindListeners({
+      config,
+      tls: secrets.tls,
+      logger,
+      auth: access.authenticator,
+      metrics,
+    });
     const { ports, restBaseUrl } = listeners;
     try {
       await components.start(pidFile(config.workDir));
@@ -156,6 +171,9 @@ export class Daemon implements RunningDaemon {
   }
 }
 
-export function startDaemon(config: DaemonConfig, options: { logToStderr?: boolean } = {}): Promise<RunningDaemon> {
+export function startDaemon(
+  config: DaemonConfig,
+  options: { logToStderr?: boolean } = {},
+): Promise<RunningDaemon> {
   return Daemon.start(config, options);
 }

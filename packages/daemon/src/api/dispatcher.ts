@@ -172,7 +172,9 @@ function admissionOf<S>(
   const maxBytes = spec?.kind === 'json' ? spec.maxBytes : undefined;
   if (principal !== undefined) return { authenticated: true, payer: principal.id, maxBytes };
   const app = processKeyAppOf(operation.access, params);
-  return app === undefined ? { authenticated: false, maxBytes } : { authenticated: true, payer: `process:${app}`, maxBytes };
+  return app === undefined
+    ? { authenticated: false, maxBytes }
+    : { authenticated: true, payer: `process:${app}`, maxBytes };
 }
 
 export function persistentConnectionRequired(): SvcError {

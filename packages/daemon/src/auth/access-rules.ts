@@ -202,7 +202,10 @@ export function appNameOf(rule: AccessRule, input: AccessInput): string | undefi
  * The application whose process key decides a request without a bearer (`process-key`, and a
  * `permission` rule open to svc-agent's key); undefined for a rule no key decides.
  */
-export function processKeyAppOf(rule: AccessRule, params: Readonly<Record<string, string>>): string | undefined {
+export function processKeyAppOf(
+  rule: AccessRule,
+  params: Readonly<Record<string, string>>,
+): string | undefined {
   if (rule.kind === 'process-key') return rule.app === 'agent' ? METRICS_READER_APP : params['name'];
   if (rule.kind === 'permission' && rule.orProcessKeyOf !== undefined) return METRICS_READER_APP;
   return undefined;
@@ -223,7 +226,11 @@ export function decideWithoutBearer(
   }
   const app = processKeyAppOf(rule, input.params);
   if (app === undefined) throw new SvcError('unauthorized', 'a bearer token is required');
-  if (rule.kind === 'process-key' && rule.app === 'agent' && request.headers[PROCESS_KEY_HEADER] === undefined)
+  if (
+    rule.kind === 'process-key' &&
+    rule.app === 'agent' &&
+    request.headers[PROCESS_KEY_HEADER] === undefined
+  )
     throw new SvcError(
       'forbidden',
       "GET /svc/metrics is served to svc-agent only; scrape the agent's Prometheus exporter (SVC_METRICS_PORT)",

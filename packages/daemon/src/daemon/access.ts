@@ -65,7 +65,10 @@ export async function openCallerAccess(
       memo.settings.disableExecUser === settings.disableExecUser
     )
       return memo.principal;
-    const effective = { ...principal, executionUser: effectiveExecutionUser(principal.executionUser, settings) };
+    const effective = {
+      ...principal,
+      executionUser: effectiveExecutionUser(principal.executionUser, settings),
+    };
     withExecUser.set(principal, { settings, principal: effective });
     return effective;
   };

@@ -52,7 +52,8 @@ export async function joinCluster(
           watchClient: cluster.session.watchClient(),
           store: options.policy,
           node: config.hostName,
-          log: (level, message, fields) => logger.child({ component: 'security-sync' })[level](message, fields),
+          log: (level, message, fields) =>
+            logger.child({ component: 'security-sync' })[level](message, fields),
         });
   // Cluster apps (worker nodes), service records and the /svc/cluster/* registry view.
   const workerSide = await (

@@ -17,7 +17,10 @@ import { writeFileAtomic } from '../util/atomic-file.ts';
 import type { Step } from './component.ts';
 
 /** work/ (0700) with its directories, and the log in work/server.log; the log closes last. */
-export async function openLog(config: DaemonConfig, options: { logToStderr?: boolean }): Promise<Step<{ logger: RootLogger }>> {
+export async function openLog(
+  config: DaemonConfig,
+  options: { logToStderr?: boolean },
+): Promise<Step<{ logger: RootLogger }>> {
   const work = config.workDir;
   await mkdir(work, { recursive: true, mode: 0o700 });
   await chmod(work, 0o700);

@@ -102,8 +102,7 @@ export async function bindListeners(options: ListenerOptions): Promise<Listeners
       path: linkPath,
     });
   let closing: Promise<void> | undefined;
-  const close = (): Promise<void> =>
-    (closing ??= closeAll([rest, tcp], sockets, agentLink));
+  const close = (): Promise<void> => (closing ??= closeAll([rest, tcp], sockets, agentLink));
   return {
     ports: { rest: restPort, tcp: tcpPort },
     restBaseUrl: `https://${urlHost(config.listenAddress)}:${restPort}`,
@@ -174,8 +173,14 @@ function countConnections(rest: TlsServer, tcp: TlsServer, metrics: ListenerOpti
   tcp.on('secureConnection', (socket: Socket) => count(socket, 'tcp'));
 }
 
-async function closeAll(servers: readonly TlsServer[], sockets: Set<Socket>, link: AgentLink | undefined): Promise<void> {
-  const closed = Promise.all(servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))));
+async function closeAll(
+  servers: readonly TlsServer[],
+  sockets: Set<Socket>,
+  link: AgentLink | undefined,
+): Promise<void> {
+  const closed = Promise.all(
+    servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))),
+  );
   for (const socket of sockets) socket.destroy();
   await link?.close();
   await closed;

@@ -33,7 +33,12 @@ function input(
   route: RouteInfo | undefined = protectedRoute,
   extra: Partial<DecideInput['request']> = {},
 ): DecideInput {
-  return { request: { method: 'GET', headers, query: {}, connection: persistent, ...extra }, route, targets, self };
+  return {
+    request: { method: 'GET', headers, query: {}, connection: persistent, ...extra },
+    route,
+    targets,
+    self,
+  };
 }
 
 function refusal(decide: () => unknown): string {
@@ -110,7 +115,9 @@ describe('decideForward', () => {
       channel: 'session',
       subscription: 'subscribe',
     });
-    expect(decideForward(input(header, unsubscribe, { method: 'DELETE', connection: persistent }))).toMatchObject({
+    expect(
+      decideForward(input(header, unsubscribe, { method: 'DELETE', connection: persistent })),
+    ).toMatchObject({
       channel: 'session',
       subscription: 'unsubscribe',
     });
@@ -173,7 +180,10 @@ describe('forwardedRequest', () => {
   });
 
   it('appends to an existing X-Forwarded-For', () => {
-    const wire = forwardedRequest({ ...request, headers: { 'x-forwarded-for': '192.0.2.1' } }, Buffer.from('{}'));
+    const wire = forwardedRequest(
+      { ...request, headers: { 'x-forwarded-for': '192.0.2.1' } },
+      Buffer.from('{}'),
+    );
     expect(wire.headers['x-forwarded-for']).toBe('192.0.2.1, 10.0.0.7');
   });
 });

@@ -104,7 +104,10 @@ export class WireSession implements PersistentConnection {
     this.#options = options;
     this.transport = options.transport;
     this.bearerAtOpen = options.bearerAtOpen === true;
-    this.rawFrames = options.rawFrames === true ? { receive: (target, done) => this.#receiveRaw(target, done) } : undefined;
+    this.rawFrames =
+      options.rawFrames === true
+        ? { receive: (target, done) => this.#receiveRaw(target, done) }
+        : undefined;
     const idleMs = options.idleTimeoutMs;
     this.#idle =
       idleMs === undefined
@@ -186,7 +189,10 @@ export class WireSession implements PersistentConnection {
     });
   }
 
-  #receiveRaw(target: NodeJS.WritableStream & { destroy(error?: Error): void }, done?: Promise<unknown>): void {
+  #receiveRaw(
+    target: NodeJS.WritableStream & { destroy(error?: Error): void },
+    done?: Promise<unknown>,
+  ): void {
     this.#raw = target;
     this.#rawDone = done;
   }
@@ -252,7 +258,9 @@ export class WireSession implements PersistentConnection {
           : { ...request, headers: { ...request.headers, ...inherit } };
       const dispatched = await this.#options.dispatch(withUpgrade);
       const answer =
-        dispatched.stream === undefined ? dispatched : await inOneMessage(dispatched, this.#options.maxStreamedBodyBytes);
+        dispatched.stream === undefined
+          ? dispatched
+          : await inOneMessage(dispatched, this.#options.maxStreamedBodyBytes);
       rawFrames = answer.rawFrames;
       bodyParts = answer.bodyParts;
       response = toWireResponse(message, answer);
@@ -315,8 +323,8 @@ export class WireSession implements PersistentConnection {
 }
 
 /**
- * A streamed answer (a file download: the only one) as one message: refused 413 from its length when it is larger
- * than `limit` (the stream is destroyed unread), else read whole.
+ * A streamed answer (a file download: the only one) as one message: refused 413 from its length
+ * when it is larger than `limit` (the stream is destroyed unread), else read whole.
  */
 async function inOneMessage(answer: ApiResponse, limit: number): Promise<ApiResponse> {
   const stream = answer.stream!;

@@ -14,7 +14,17 @@ afterEach(async () => {
   daemon = undefined;
 });
 
-const LIVE = ['log', 'pid file', 'supervisor', 'ports merge', 'forward links', 'events', 'listeners', 'task queues', 'task link'];
+const LIVE = [
+  'log',
+  'pid file',
+  'supervisor',
+  'ports merge',
+  'forward links',
+  'events',
+  'listeners',
+  'task queues',
+  'task link',
+];
 
 function alive(pid: number): boolean {
   try {

@@ -97,7 +97,10 @@ async function download(context: Ctx) {
   const target = await targetOf(context, path);
   const headers = { 'content-disposition': disposition(path) };
   const { meta, stream } = await downloadAs(users, user, target);
-  if (context.request.headers[RECV_FILE_SOCKET] === 'true' && context.request.connection?.rawFrames !== undefined)
+  if (
+    context.request.headers[RECV_FILE_SOCKET] === 'true' &&
+    context.request.connection?.rawFrames !== undefined
+  )
     // App Mesh 3.0's TCP side channel: raw frames after this answer, then an empty one.
     return {
       status: 200,
