@@ -354,8 +354,8 @@ export async function startDaemon(
     cluster === undefined
       ? undefined
       : await (
-          await import('./cluster/worker-side.ts')
-        ).startWorkerSide(cluster, supervisor.cluster, tcpPort, logger);
+          await import('./cluster/node-apps.ts')
+        ).startNodeApps(cluster, supervisor.cluster, tcpPort, logger);
   if (workerSide !== undefined) peers.environment = () => workerSide.services.environment();
 
   const services: Services = {
