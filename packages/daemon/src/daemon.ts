@@ -7,7 +7,7 @@
 //   log            work/server.log               closed last
 //   pid file       work/svcd.pid                 removed after the supervisor detached
 //   supervisor     processes, SVC_DAEMON_URL     detached (processes keep running)
-//   cluster        registry session, worker side left (cluster mode only)
+//   cluster        registry session, node apps   left (cluster mode only)
 //   ports merge    work/ports.json               merges stop
 //   forward links  X-Target-Host gateway         links closed
 //   events         subscriptions, revocations    subscriptions end
@@ -132,13 +132,13 @@ export class Daemon implements RunningDaemon {
       );
       metrics.attachSupervisor(supervisor, (name) => supervisor.state(name));
       const { policy } = access;
-      const { cluster, workerSide } = await components.start(
+      const { cluster, nodeApps } = await components.start(
         await joinCluster({ config, hostConfig, policy, supervisor, ports, peers, logger }),
       );
       await components.start(portsFile(config, ports, (identity) => access.identityPorts(identity)));
       const { tls } = secrets;
       const { forwarder } = await components.start(
-        await startForwarding({ config, tls, tcpPort: ports.tcp, workerSide, logger }),
+        await startForwarding({ config, tls, tcpPort: ports.tcp, nodeApps, logger }),
       );
       const { events, connections } = await components.start(
         startEvents({ config, supervisor, policy, metrics, logger }),
@@ -156,7 +156,7 @@ export class Daemon implements RunningDaemon {
         connections,
         forwarder,
         cluster,
-        workerSide,
+        nodeApps,
         metrics,
         logger,
       });

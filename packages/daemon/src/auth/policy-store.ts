@@ -18,7 +18,7 @@
 // - Cluster mode (`useAuthority`, cluster/security-sync.ts): a change is decided on the shared
 //   policy and committed there (with any local edit of the file, record by record); the file is
 //   then only the node's cache, and `adopt` enforces what the registry holds at once.
-import { mkdir, readFile, stat } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { BUILTIN_ROLES, SvcError, isPermission } from '@svc/protocol';
 import type { Permission } from '@svc/protocol';
@@ -30,9 +30,7 @@ import {
   applyEdits,
   copyState,
   documentOf,
-  emptyState,
   isBuiltinRole,
-  parsePolicy,
   principalIdProblem,
   roleExists,
   serializePolicy,
@@ -41,6 +39,7 @@ import {
   type PolicyState,
   type StoredRecord,
 } from './policy-document.ts';
+import { PolicyFile } from './policy-file.ts';
 import type { Principal, PrincipalStatus } from './principal.ts';
 
 export {
@@ -87,37 +86,6 @@ export interface PolicyAuthority {
   ): Promise<PolicyDocument | undefined>;
 }
 
-interface DiskStamp {
-  readonly ino: number;
-  readonly size: number;
-  readonly mtimeMs: number;
-}
-
-async function stampOf(file: string): Promise<DiskStamp | undefined> {
-  try {
-    const s = await stat(file);
-    return { ino: s.ino, size: s.size, mtimeMs: s.mtimeMs };
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw error;
-  }
-}
-
-function sameStamp(a: DiskStamp | undefined, b: DiskStamp | undefined): boolean {
-  return a?.ino === b?.ino && a?.size === b?.size && a?.mtimeMs === b?.mtimeMs;
-}
-
-async function readPolicy(file: string): Promise<{ state: PolicyState; text: string | undefined }> {
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { state: emptyState(), text: undefined };
-    throw new PolicyFileError(`${file}: cannot be read: ${(error as Error).message}`, { cause: error });
-  }
-  return { state: parsePolicy(text, file), text };
-}
-
 function badRequest(message: string): SvcError {
   return new SvcError('bad_request', message);
 }
@@ -130,9 +98,8 @@ function checkPrincipalId(id: string): void {
 export class PolicyStore {
   readonly file: string;
   #state: PolicyState;
-  #stamp: DiskStamp | undefined;
-  /** What the file held at `#stamp` (an edit of the file is its difference from this). */
-  #base: PolicyState;
+  /** The file on disk: what it held at our last read or write, to notice edits by others. */
+  readonly #onDisk: PolicyFile;
   #authority: PolicyAuthority | undefined;
   #warn: (message: string, fields: Record<string, unknown>) => void = () => undefined;
   readonly #seed: Readonly<Record<string, readonly string[]>>;
@@ -141,27 +108,18 @@ export class PolicyStore {
   #permissionSets = new Map<string, ReadonlySet<Permission>>();
   /** resolveKnown's last principal per record (records are replaced, never changed, on a change). */
   readonly #resolved = new WeakMap<StoredRecord, { roles: PolicyState['roles']; principal: Principal }>();
-  readonly #writeFile: (path: string, data: string, mode: number) => Promise<void>;
   readonly #tombstoneListeners = new Set<(principalId: string) => void>();
 
-  private constructor(
-    file: string,
-    state: PolicyState,
-    stamp: DiskStamp | undefined,
-    options: PolicyStoreOptions,
-  ) {
-    this.file = file;
-    this.#writeFile = options.writeFile ?? writeFileAtomic;
+  private constructor(onDisk: PolicyFile, state: PolicyState, options: PolicyStoreOptions) {
+    this.file = onDisk.path;
+    this.#onDisk = onDisk;
     this.#state = state;
-    this.#stamp = stamp;
-    this.#base = state;
     this.#seed = options.seed ?? {};
   }
 
   /** Reads and validates the policy (absent = empty), adds missing seed principals, persists if needed. */
   static async open(file: string, options: PolicyStoreOptions = {}): Promise<PolicyStore> {
-    const stamp = await stampOf(file);
-    const { state, text } = await readPolicy(file);
+    const { file: onDisk, state, text } = await PolicyFile.read(file, options.writeFile ?? writeFileAtomic);
     let changed = text === undefined;
     for (const [id, roles] of Object.entries(options.seed ?? {})) {
       if (state.principals.has(id)) continue;
@@ -172,10 +130,10 @@ export class PolicyStore {
       state.principals.set(id, { roles: [...roles], status: 'active' });
       changed = true;
     }
-    const store = new PolicyStore(file, copyState(state), stamp, options);
+    const store = new PolicyStore(onDisk, copyState(state), options);
     if (changed) {
       await mkdir(dirname(file), { recursive: true, mode: 0o700 });
-      await store.#write(state);
+      await onDisk.write(state);
     }
     return store;
   }
@@ -408,7 +366,7 @@ export class PolicyStore {
       const authority = this.#authority;
       // A local edit not shared yet is shared first; what that commits arrives as the next document.
       let keepFile = false;
-      if (authority !== undefined && !sameStamp(await stampOf(this.file), this.#stamp)) {
+      if (authority !== undefined && (await this.#onDisk.changed())) {
         try {
           if (await this.#commitShared(authority, () => false)) return;
         } catch (error) {
@@ -434,7 +392,7 @@ export class PolicyStore {
       await this.#adoptExternalEdits();
       const draft = copyState(this.#state);
       if (!change(draft)) return;
-      await this.#write(draft);
+      await this.#onDisk.write(draft);
       this.#publish(draft);
     });
   }
@@ -450,17 +408,14 @@ export class PolicyStore {
    * shared policy in one commit, then enforces and caches what was committed.
    */
   async #commitShared(authority: PolicyAuthority, change: (draft: PolicyState) => boolean): Promise<boolean> {
-    const edits = await this.#localEdits();
+    const edits = await this.#onDisk.edits();
     const committed = await authority.update((current) => {
       const draft = stateOf(current);
       const edited = edits !== undefined && applyEdits(draft, edits.base, edits.file);
       return change(draft) || edited ? documentOf(draft) : undefined;
     });
     if (committed === undefined) {
-      if (edits !== undefined) {
-        this.#stamp = edits.stamp;
-        this.#base = edits.file;
-      }
+      if (edits !== undefined) this.#onDisk.accept(edits);
       return false;
     }
     const state = stateOf(committed);
@@ -469,44 +424,20 @@ export class PolicyStore {
     return true;
   }
 
-  /** The file as edited by someone else since our last write, or undefined. */
-  async #localEdits(): Promise<{ stamp: DiskStamp; file: PolicyState; base: PolicyState } | undefined> {
-    const stamp = await stampOf(this.file);
-    if (stamp === undefined || sameStamp(stamp, this.#stamp)) return undefined;
-    return { stamp, file: await this.#readEdited(), base: this.#base };
-  }
-
-  async #readEdited(): Promise<PolicyState> {
-    try {
-      return (await readPolicy(this.file)).state;
-    } catch (error) {
-      // Refuse to overwrite an operator's (broken) edit; known principals keep working meanwhile.
-      throw new SvcError(
-        'internal',
-        'the policy file was edited and is now invalid; fix it to allow changes',
-        {
-          cause: error,
-        },
-      );
-    }
-  }
-
   /** The cache write of cluster mode: the change is committed already, so a failure is only logged. */
   async #writeCache(state: PolicyState): Promise<void> {
     try {
-      await this.#write(state);
+      await this.#onDisk.write(state);
     } catch (error) {
       this.#warn('policy cache file not written', { file: this.file, error: (error as Error).message });
     }
   }
 
   async #adoptExternalEdits(): Promise<void> {
-    const stamp = await stampOf(this.file);
-    if (stamp === undefined || sameStamp(stamp, this.#stamp)) return;
-    const state = await this.#readEdited();
-    this.#publish(state);
-    this.#stamp = stamp;
-    this.#base = state;
+    const edits = await this.#onDisk.edits();
+    if (edits === undefined) return;
+    this.#publish(edits.file);
+    this.#onDisk.accept(edits);
   }
 
   /**
@@ -526,11 +457,5 @@ export class PolicyStore {
       if (record.status !== 'tombstoned' || before.principals.get(id)?.status === 'tombstoned') continue;
       for (const listener of this.#tombstoneListeners) listener(id);
     }
-  }
-
-  async #write(state: PolicyState): Promise<void> {
-    await this.#writeFile(this.file, serializePolicy(state), 0o600);
-    this.#stamp = await stampOf(this.file);
-    this.#base = state;
   }
 }

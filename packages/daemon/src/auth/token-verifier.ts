@@ -4,7 +4,7 @@
 //   verify(token)
 //     ├─ size / shape check ────────────────────────────── invalid_token
 //     ├─ SHA-256(token) in the verified-token LRU? ──────── hit: return (no signature work)
-//     ├─ discovery + JWKS loaded? else load (lazily, one shared in-flight load, retried on the
+//     ├─ discovery + JWKS loaded (issuer-keys.ts)? else load (lazily, one shared in-flight load, retried on the
 //     │   next request after a failure) ────────────────── unavailable
 //     ├─ jwtVerify: asymmetric algs only, iss, aud, exp ─── invalid_token
 //     │    └─ unknown kid → one JWKS refetch, shared by concurrent callers, at most one per
@@ -13,20 +13,13 @@
 //
 // Error messages never contain the token (nor any part of it).
 import { createHash } from 'node:crypto';
-import http from 'node:http';
-import https from 'node:https';
-import { createLocalJWKSet, errors as joseErrors, jwtVerify } from 'jose';
-import type { JSONWebKeySet, JWTPayload, JWTVerifyGetKey } from 'jose';
+import { errors as joseErrors, jwtVerify } from 'jose';
+import type { JWTPayload } from 'jose';
 import { SvcError } from '@svc/protocol';
+import { IssuerKeys, nodeFetch, type FetchLike } from './issuer-keys.ts';
 import type { TokenVerifier } from './principal.ts';
 
-export interface FetchResponseLike {
-  readonly ok: boolean;
-  readonly status: number;
-  json(): Promise<unknown>;
-}
-/** The subset of `fetch` the verifier uses; `globalThis.fetch` satisfies it. */
-export type FetchLike = (url: string, init: { signal: AbortSignal }) => Promise<FetchResponseLike>;
+export { nodeFetch, type FetchLike, type FetchResponseLike } from './issuer-keys.ts';
 
 export interface OidcTokenVerifierOptions {
   /** Issuer identifier; must equal the discovery document's `issuer` exactly. */
@@ -80,7 +73,6 @@ export const ALLOWED_ALGORITHMS = [
 
 /** Longer bearers are refused before any work (a real access token is 1–2 KB). */
 export const MAX_TOKEN_LENGTH = 16 * 1024;
-const MAX_DOCUMENT_BYTES = 1024 * 1024;
 const MAX_PRINCIPAL_ID_LENGTH = 256;
 const JWS_COMPACT = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
 // eslint-disable-next-line no-control-regex -- the point is to find control characters
@@ -88,14 +80,6 @@ const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f]/;
 
 function invalidToken(message: string, cause?: unknown): SvcError {
   return new SvcError('invalid_token', message, cause === undefined ? undefined : { cause });
-}
-
-function unavailable(message: string, cause?: unknown): SvcError {
-  return new SvcError(
-    'unavailable',
-    `token issuer unavailable: ${message}`,
-    cause === undefined ? undefined : { cause },
-  );
 }
 
 /** Maps a jose failure to a fixed, token-free message. */
@@ -161,54 +145,6 @@ export function principalFromClaims(payload: JWTPayload): { principalId: string;
   return clientId === undefined ? { principalId } : { principalId, clientId };
 }
 
-/** A GET-JSON client on node:http(s), bounded in size, with an optional extra CA. */
-export function nodeFetch(caPem?: string): FetchLike {
-  return (url, init) =>
-    new Promise((resolve, reject) => {
-      const target = new URL(url);
-      const client = target.protocol === 'https:' ? https : target.protocol === 'http:' ? http : undefined;
-      if (client === undefined) {
-        reject(new Error(`unsupported URL scheme ${target.protocol}`));
-        return;
-      }
-      const request = client.request(
-        target,
-        {
-          method: 'GET',
-          headers: { accept: 'application/json' },
-          signal: init.signal,
-          ...(caPem !== undefined && target.protocol === 'https:' ? { ca: caPem } : {}),
-        },
-        (response) => {
-          const chunks: Buffer[] = [];
-          let size = 0;
-          response.on('data', (chunk: Buffer) => {
-            size += chunk.length;
-            if (size > MAX_DOCUMENT_BYTES) request.destroy(new Error('response larger than 1 MiB'));
-            else chunks.push(chunk);
-          });
-          response.on('error', reject);
-          response.on('end', () => {
-            const status = response.statusCode ?? 0;
-            const body = Buffer.concat(chunks).toString('utf8');
-            resolve({
-              ok: status >= 200 && status < 300,
-              status,
-              json: async () => JSON.parse(body) as unknown,
-            });
-          });
-        },
-      );
-      request.on('error', reject);
-      request.end();
-    });
-}
-
-interface KeySet {
-  readonly getKey: JWTVerifyGetKey;
-  readonly kids: ReadonlySet<string>;
-}
-
 /** Tokens remembered by their text in front of the digest cache (at most 32 × 16 KiB). */
 const RECENT_TOKENS = 32;
 
@@ -232,205 +168,125 @@ export interface OidcTokenVerifier extends TokenVerifier {
   clearCache(): void;
 }
 
-export function createOidcTokenVerifier(options: OidcTokenVerifierOptions): OidcTokenVerifier {
-  const issuer = options.issuer;
-  const audience = options.audience ?? 'svc-api';
-  const fetchJson = options.fetch ?? nodeFetch(options.caPem);
-  const clockTolerance = options.clockToleranceSec ?? 5;
-  const cooldownMs = options.jwksRefetchCooldownMs ?? 30_000;
-  const cacheSize = options.cacheSize ?? 10_000;
-  const timeoutMs = options.requestTimeoutMs ?? 5_000;
-  const loadRetryMs = options.loadRetryMs ?? 1_000;
-  const now = options.now ?? Date.now;
-  const discoveryUrl = `${issuer.replace(/\/+$/, '')}/.well-known/openid-configuration`;
+/** Where `verify` found a token: its cached result, or else the digest to remember its verification under. */
+type Lookup = { readonly result: VerifiedToken } | { readonly result: undefined; readonly digest: string };
 
-  let jwksUri: string | undefined;
-  let keySet: KeySet | undefined;
-  let loading: Promise<KeySet> | undefined;
-  let refetching: Promise<KeySet> | undefined;
-  let lastRefetchAt = Number.NEGATIVE_INFINITY;
-  let lastLoadFailure: { at: number; error: SvcError } | undefined;
+/** Verified tokens by SHA-256 of their text, least recently used dropped first, until their `exp`. */
+class VerifiedTokenCache {
+  readonly #size: number;
+  readonly #now: () => number;
   // Map iteration order is insertion order: the first key is the least recently used.
-  const cache = new Map<string, CacheEntry>();
+  readonly #cache = new Map<string, CacheEntry>();
   // In front of it, the few most recent tokens by their text: a persistent connection presents the
   // same token on every request, and this spares the SHA-256 of it per request. Cleared with the
   // cache; entries expire with their token like the cache's.
-  const recent = new Map<string, CacheEntry>();
-  const clearCaches = (): void => {
-    cache.clear();
-    recent.clear();
-  };
-  const forgetRecent = (token: string): void => {
-    const entry = recent.get(token);
-    if (entry === undefined) return;
-    entry.recentAs = undefined;
-    recent.delete(token);
-  };
-  const rememberRecent = (token: string, entry: CacheEntry): void => {
-    if (recent.size >= RECENT_TOKENS) {
-      const oldest = recent.keys().next();
-      if (oldest.done !== true) forgetRecent(oldest.value);
-    }
-    entry.recentAs = token;
-    recent.set(token, entry);
-  };
+  readonly #recent = new Map<string, CacheEntry>();
 
-  async function getJson(url: string, what: string): Promise<unknown> {
-    let response: FetchResponseLike;
-    try {
-      response = await fetchJson(url, { signal: AbortSignal.timeout(timeoutMs) });
-    } catch (error) {
-      const reason = error instanceof Error ? error.message : String(error);
-      throw unavailable(`${what} request to ${url} failed: ${reason}`, error);
-    }
-    if (!response.ok) throw unavailable(`${what} at ${url} answered HTTP ${response.status}`);
-    try {
-      return await response.json();
-    } catch (error) {
-      throw unavailable(`${what} at ${url} is not JSON`, error);
-    }
+  constructor(size: number, now: () => number) {
+    this.#size = size;
+    this.#now = now;
   }
 
-  async function fetchKeySet(uri: string): Promise<KeySet> {
-    const body = await getJson(uri, 'JWKS');
-    const keys = (body as { keys?: unknown } | null)?.keys;
-    if (!Array.isArray(keys)) throw unavailable(`JWKS at ${uri} has no "keys" array`);
-    const kids = new Set<string>();
-    for (const key of keys as unknown[]) {
-      const kid = (key as { kid?: unknown } | null)?.kid;
-      if (typeof kid === 'string') kids.add(kid);
-    }
-    try {
-      return { getKey: createLocalJWKSet(body as JSONWebKeySet), kids };
-    } catch (error) {
-      throw unavailable(`JWKS at ${uri} is malformed`, error);
-    }
+  clear(): void {
+    this.#cache.clear();
+    this.#recent.clear();
   }
 
-  async function load(): Promise<KeySet> {
-    if (jwksUri === undefined) {
-      const document = await getJson(discoveryUrl, 'discovery');
-      const advertised = (document as { issuer?: unknown } | null)?.issuer;
-      if (advertised !== issuer) {
-        throw unavailable(
-          `discovery document names issuer ${JSON.stringify(advertised)}, expected ${JSON.stringify(issuer)}`,
-        );
+  /** The result of a recent, unexpired token, without any work (no digest); undefined otherwise. */
+  recent(token: string): VerifiedToken | undefined {
+    const known = this.#recent.get(token);
+    if (known === undefined || known.expiresAtMs <= this.#now()) return undefined;
+    // Most recently used in the cache too (an entry leaves both together).
+    this.#cache.delete(known.digest);
+    this.#cache.set(known.digest, known);
+    return known.result;
+  }
+
+  /** The result of an unexpired cached token (then most recently used), else its digest; expired entries leave. */
+  lookup(token: string): Lookup {
+    const known = this.#recent.get(token);
+    if (known !== undefined) {
+      // Still in the cache (an entry leaves both together): most recently used there too.
+      this.#cache.delete(known.digest);
+      if (known.expiresAtMs > this.#now()) {
+        this.#cache.set(known.digest, known);
+        return { result: known.result };
       }
-      const uri = (document as { jwks_uri?: unknown }).jwks_uri;
-      if (typeof uri !== 'string' || !/^https?:\/\//.test(uri)) {
-        throw unavailable('discovery document has no http(s) jwks_uri');
+      this.#forgetRecent(token);
+    }
+    const digest = createHash('sha256').update(token).digest('base64');
+    const hit = this.#cache.get(digest);
+    if (hit !== undefined) {
+      this.#cache.delete(digest);
+      if (hit.expiresAtMs > this.#now()) {
+        this.#cache.set(digest, hit);
+        this.#rememberRecent(token, hit);
+        return { result: hit.result };
       }
-      jwksUri = uri;
     }
-    keySet = await fetchKeySet(jwksUri);
-    return keySet;
+    return { result: undefined, digest };
   }
 
-  /**
-   * Keys, loading them on first use (one shared in-flight load). A failed load is retried by the
-   * first request after `loadRetryMs` (the issuer may start after the daemon); until then requests
-   * fail fast with the same error instead of each hitting a down or misconfigured issuer.
-   */
-  function currentKeys(): Promise<KeySet> {
-    if (keySet !== undefined) return Promise.resolve(keySet);
-    if (loading === undefined && lastLoadFailure !== undefined && now() - lastLoadFailure.at < loadRetryMs) {
-      return Promise.reject(lastLoadFailure.error);
-    }
-    loading ??= load()
-      .then(
-        (keys) => {
-          lastLoadFailure = undefined;
-          return keys;
-        },
-        (error: unknown) => {
-          const failure = error instanceof SvcError ? error : unavailable('keys could not be loaded', error);
-          lastLoadFailure = { at: now(), error: failure };
-          throw failure;
-        },
-      )
-      .finally(() => {
-        loading = undefined;
-      });
-    return loading;
-  }
-
-  /** A JWKS refetch for an unknown kid, or undefined while the cooldown runs. */
-  function refetchKeys(): Promise<KeySet> | undefined {
-    if (refetching !== undefined) return refetching;
-    if (jwksUri === undefined || now() - lastRefetchAt < cooldownMs) return undefined;
-    lastRefetchAt = now();
-    const uri = jwksUri;
-    refetching = fetchKeySet(uri)
-      .then((fresh) => {
-        // A key that left the JWKS is no longer trusted: re-verify every cached token.
-        if ([...(keySet?.kids ?? [])].some((kid) => !fresh.kids.has(kid))) clearCaches();
-        keySet = fresh;
-        return fresh;
-      })
-      .finally(() => {
-        refetching = undefined;
-      });
-    return refetching;
-  }
-
-  const getKey: JWTVerifyGetKey = async (header, token) => {
-    let keys = await currentKeys();
-    if (header.kid !== undefined && !keys.kids.has(header.kid)) {
-      keys = (await refetchKeys()) ?? keys;
-    }
-    return keys.getKey(header, token);
-  };
-
-  function remember(token: string, digest: string, result: VerifiedToken): void {
-    if (cache.size >= cacheSize) {
-      const oldest = cache.entries().next();
+  remember(token: string, digest: string, result: VerifiedToken): void {
+    if (this.#cache.size >= this.#size) {
+      const oldest = this.#cache.entries().next();
       if (oldest.done !== true) {
-        cache.delete(oldest.value[0]);
-        if (oldest.value[1].recentAs !== undefined) forgetRecent(oldest.value[1].recentAs);
+        this.#cache.delete(oldest.value[0]);
+        if (oldest.value[1].recentAs !== undefined) this.#forgetRecent(oldest.value[1].recentAs);
       }
     }
     const entry: CacheEntry = { result, expiresAtMs: result.expiresAt * 1000, digest };
-    cache.set(digest, entry);
-    rememberRecent(token, entry);
+    this.#cache.set(digest, entry);
+    this.#rememberRecent(token, entry);
   }
+
+  #forgetRecent(token: string): void {
+    const entry = this.#recent.get(token);
+    if (entry === undefined) return;
+    entry.recentAs = undefined;
+    this.#recent.delete(token);
+  }
+
+  #rememberRecent(token: string, entry: CacheEntry): void {
+    if (this.#recent.size >= RECENT_TOKENS) {
+      const oldest = this.#recent.keys().next();
+      if (oldest.done !== true) this.#forgetRecent(oldest.value);
+    }
+    entry.recentAs = token;
+    this.#recent.set(token, entry);
+  }
+}
+
+export function createOidcTokenVerifier(options: OidcTokenVerifierOptions): OidcTokenVerifier {
+  const issuer = options.issuer;
+  const audience = options.audience ?? 'svc-api';
+  const clockTolerance = options.clockToleranceSec ?? 5;
+  const now = options.now ?? Date.now;
+  const cache = new VerifiedTokenCache(options.cacheSize ?? 10_000, now);
+  const keys = new IssuerKeys({
+    issuer,
+    fetch: options.fetch ?? nodeFetch(options.caPem),
+    requestTimeoutMs: options.requestTimeoutMs ?? 5_000,
+    loadRetryMs: options.loadRetryMs ?? 1_000,
+    refetchCooldownMs: options.jwksRefetchCooldownMs ?? 30_000,
+    now,
+    onKeyWithdrawn: () => cache.clear(),
+  });
 
   return {
     verifyCached(token: string): VerifiedToken | undefined {
-      const known = recent.get(token);
-      if (known === undefined || known.expiresAtMs <= now()) return undefined;
-      // Most recently used in the cache too (an entry leaves both together).
-      cache.delete(known.digest);
-      cache.set(known.digest, known);
-      return known.result;
+      return cache.recent(token);
     },
     async verify(token: string): Promise<VerifiedToken> {
       if (typeof token !== 'string' || token.length === 0) throw invalidToken('token missing');
       if (token.length > MAX_TOKEN_LENGTH) throw invalidToken('token too large');
-      const known = recent.get(token);
-      if (known !== undefined) {
-        // Still in the cache (an entry leaves both together): most recently used there too.
-        cache.delete(known.digest);
-        if (known.expiresAtMs > now()) {
-          cache.set(known.digest, known);
-          return known.result;
-        }
-        forgetRecent(token);
-      }
-      const digest = createHash('sha256').update(token).digest('base64');
-      const hit = cache.get(digest);
-      if (hit !== undefined) {
-        cache.delete(digest);
-        if (hit.expiresAtMs > now()) {
-          cache.set(digest, hit);
-          rememberRecent(token, hit);
-          return hit.result;
-        }
-      }
+      const cached = cache.lookup(token);
+      if (cached.result !== undefined) return cached.result;
       if (!JWS_COMPACT.test(token)) throw invalidToken('token is not a compact JWT');
 
       let payload: JWTPayload;
       try {
-        ({ payload } = await jwtVerify(token, getKey, {
+        ({ payload } = await jwtVerify(token, keys.getKey, {
           issuer,
           audience,
           algorithms: [...ALLOWED_ALGORITHMS],
@@ -447,11 +303,11 @@ export function createOidcTokenVerifier(options: OidcTokenVerifierOptions): Oidc
       const result: VerifiedToken = Object.freeze(
         clientId === undefined ? { principalId, expiresAt } : { principalId, expiresAt, clientId },
       );
-      remember(token, digest, result);
+      cache.remember(token, cached.digest, result);
       return result;
     },
     clearCache() {
-      clearCaches();
+      cache.clear();
     },
   };
 }

@@ -96,7 +96,7 @@ function parsePrefix<T>(
 }
 
 /** Tasks, node reports and topology at one revision. */
-export async function readSnapshot(client: Etcd3): Promise<RegistrySnapshot> {
+export async function readRegistrySnapshot(client: Etcd3): Promise<RegistrySnapshot> {
   const tasksResponse = await client.getAll().prefix(KEYS.tasksPrefix).exec();
   const revision = tasksResponse.header.revision;
   const [nodes, topology] = await Promise.all([
@@ -161,7 +161,7 @@ export function startLeaderLoop(options: LeaderLoopOptions): LeaderLoop {
   };
 
   const onePass = async (): Promise<void> => {
-    const snapshot = await readSnapshot(client);
+    const snapshot = await readRegistrySnapshot(client);
     if (stopped) return;
     const graceLeft = graceEnd - now().getTime();
     if (graceLeft > 0 && Object.keys(snapshot.current).some((host) => !Object.hasOwn(snapshot.nodes, host))) {

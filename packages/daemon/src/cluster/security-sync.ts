@@ -123,27 +123,115 @@ export function policyFromKeyValues(
   return { document: checkPolicyRecords(roles, principals, onInvalid), version };
 }
 
-export function startSecuritySync(options: SecuritySyncOptions): SecuritySync {
-  const { client, store, node } = options;
-  const log = options.log ?? ((): void => undefined);
-  let closed = false;
-  let watcher: Watcher | undefined;
-  let resolveReady: () => void = () => undefined;
-  const readyPromise = new Promise<void>((resolve) => (resolveReady = resolve));
-  let seeded = false;
-  let seedsAdded = false;
-  const stop = new AbortController();
+type Log = (level: 'info' | 'warn', message: string, fields?: Record<string, unknown>) => void;
 
-  const read = async (): Promise<SharedPolicy> => {
+/** The policy in etcd: consistent reads, guarded commits (the store's authority), the seeding. */
+class RegistryPolicy implements PolicyAuthority {
+  readonly #client: Etcd3;
+  readonly #node: string;
+  readonly #log: Log;
+  /** Resolves once the sync is established (the wait of an early `update`). */
+  readonly #ready: Promise<void>;
+  readonly #stop: AbortSignal;
+  #seeded = false;
+  /** Records still to write after this node won the seeding (kept across retries). */
+  #seedRest: [string, string][] | undefined;
+
+  constructor(client: Etcd3, node: string, log: Log, ready: Promise<void>, stop: AbortSignal) {
+    this.#client = client;
+    this.#node = node;
+    this.#log = log;
+    this.#ready = ready;
+    this.#stop = stop;
+  }
+
+  /** Whether etcd holds the policy (seeded by this node or found there). */
+  get seeded(): boolean {
+    return this.#seeded;
+  }
+
+  async read(): Promise<SharedPolicy> {
     const response = await registry(() =>
-      client.getAll().prefix(KEYS.securityPrefix).options(deadline()).exec(),
+      this.#client.getAll().prefix(KEYS.securityPrefix).options(deadline()).exec(),
     );
     return policyFromKeyValues(response.kvs, (where, problem) =>
-      log('warn', 'invalid security record in the registry ignored', { key: where, problem }),
+      this.#log('warn', 'invalid security record in the registry ignored', { key: where, problem }),
     );
-  };
+  }
 
-  const versionValue = (): string => JSON.stringify({ node, at: new Date().toISOString() });
+  async update(
+    change: (current: PolicyDocument) => PolicyDocument | undefined,
+  ): Promise<PolicyDocument | undefined> {
+    if (!this.#seeded) {
+      await Promise.race([
+        this.#ready,
+        delay(READY_WAIT_MS, undefined, { signal: this.#stop }).catch(() => undefined),
+      ]);
+      if (!this.#seeded) throw unavailable(new Error('the shared policy is not loaded yet'));
+    }
+    const client = this.#client;
+    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+      const shared = await this.read();
+      const next = change(shared.document);
+      if (next === undefined) return undefined;
+      const before = recordsOf(shared.document);
+      const after = recordsOf(next);
+      const ops = [
+        ...[...after]
+          .filter(([key, value]) => before.get(key) !== value)
+          .map(([key, value]) => client.put(key).value(value)),
+        ...[...before.keys()].filter((key) => !after.has(key)).map((key) => client.delete().key(key)),
+      ];
+      if (ops.length === 0) return next;
+      if (await this.#commitInBatches(shared.version, ops)) return next;
+      await delay(RETRY_MIN_MS * Math.random());
+    }
+    throw new SvcError('conflict', 'the shared policy kept changing during this change; try again');
+  }
+
+  /**
+   * Writes `document` (this node's policy) into etcd unless etcd already has one; whether it did.
+   * Once it resolves, etcd holds the policy (`seeded`).
+   */
+  async seed(document: () => PolicyDocument): Promise<boolean> {
+    const client = this.#client;
+    let won = this.#seedRest !== undefined && this.#seedRest.length > 0;
+    if (this.#seedRest === undefined) {
+      const records = [...recordsOf(document())];
+      const first = records.slice(0, SEED_BATCH);
+      const created = await registry(() =>
+        client
+          .if(KEYS.securityVersion, 'Create', '==', 0)
+          .then(
+            ...first.map(([key, value]) => client.put(key).value(value)),
+            client.put(KEYS.securityVersion).value(this.#versionValue()),
+          )
+          .options(deadline())
+          .commit(),
+      );
+      won = created.succeeded;
+      this.#seedRest = won ? records.slice(SEED_BATCH) : [];
+    }
+    // The rest one by one, each only where no record exists yet (other nodes may write meanwhile).
+    const rest = this.#seedRest;
+    for (let next = rest[0]; next !== undefined; next = rest[0]) {
+      const [key, value] = next;
+      await registry(() =>
+        client
+          .if(key, 'Create', '==', 0)
+          .then(client.put(key).value(value), client.put(KEYS.securityVersion).value(this.#versionValue()))
+          .options(deadline())
+          .commit(),
+      );
+      rest.shift();
+    }
+    this.#seeded = true;
+    return won;
+  }
+
+  #versionValue(): string {
+    return JSON.stringify({ node: this.#node, at: new Date().toISOString() });
+  }
 
   /**
    * Commits `ops` guarded by the version key's mod_revision (`undefined` = no policy yet). More
@@ -151,10 +239,8 @@ export function startSecuritySync(options: SecuritySyncOptions): SecuritySync {
    * one wrote; false when another writer came first (the caller re-reads and decides again, so a
    * broken-off sequence is completed from the newer policy).
    */
-  const commitInBatches = async (
-    version: string | undefined,
-    ops: readonly IOperation[],
-  ): Promise<boolean> => {
+  async #commitInBatches(version: string | undefined, ops: readonly IOperation[]): Promise<boolean> {
+    const client = this.#client;
     let guardRevision = version;
     for (let start = 0; start < ops.length; start += SEED_BATCH) {
       const guard =
@@ -164,7 +250,7 @@ export function startSecuritySync(options: SecuritySyncOptions): SecuritySync {
       const batch = ops.slice(start, start + SEED_BATCH);
       const result = await registry(() =>
         guard
-          .then(...batch, client.put(KEYS.securityVersion).value(versionValue()))
+          .then(...batch, client.put(KEYS.securityVersion).value(this.#versionValue()))
           .options(deadline())
           .commit(),
       );
@@ -172,165 +258,137 @@ export function startSecuritySync(options: SecuritySyncOptions): SecuritySync {
       guardRevision = result.header.revision;
     }
     return true;
-  };
+  }
+}
 
-  const authority: PolicyAuthority = {
-    async update(change) {
-      if (!seeded) {
-        await Promise.race([
-          readyPromise,
-          delay(READY_WAIT_MS, undefined, { signal: stop.signal }).catch(() => undefined),
-        ]);
-        if (!seeded) throw unavailable(new Error('the shared policy is not loaded yet'));
-      }
-      for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-        const shared = await read();
-        const next = change(shared.document);
-        if (next === undefined) return undefined;
-        const before = recordsOf(shared.document);
-        const after = recordsOf(next);
-        const ops = [
-          ...[...after]
-            .filter(([key, value]) => before.get(key) !== value)
-            .map(([key, value]) => client.put(key).value(value)),
-          ...[...before.keys()].filter((key) => !after.has(key)).map((key) => client.delete().key(key)),
-        ];
-        if (ops.length === 0) return next;
-        if (await commitInBatches(shared.version, ops)) return next;
-        await delay(RETRY_MIN_MS * Math.random());
-      }
-      throw new SvcError('conflict', 'the shared policy kept changing during this change; try again');
-    },
-  };
-
-  /** Records still to write after this node won the seeding (kept across retries). */
-  let seedRest: [string, string][] | undefined;
-  /** Writes this node's policy into etcd unless etcd already has one; whether it did. */
-  const seed = async (): Promise<boolean> => {
-    let won = seedRest !== undefined && seedRest.length > 0;
-    if (seedRest === undefined) {
-      const records = [...recordsOf(store.document())];
-      const first = records.slice(0, SEED_BATCH);
-      const created = await registry(() =>
-        client
-          .if(KEYS.securityVersion, 'Create', '==', 0)
-          .then(
-            ...first.map(([key, value]) => client.put(key).value(value)),
-            client.put(KEYS.securityVersion).value(versionValue()),
-          )
-          .options(deadline())
-          .commit(),
-      );
-      won = created.succeeded;
-      seedRest = won ? records.slice(SEED_BATCH) : [];
-    }
-    // The rest one by one, each only where no record exists yet (other nodes may write meanwhile).
-    for (let next = seedRest[0]; next !== undefined; next = seedRest[0]) {
-      const [key, value] = next;
-      await registry(() =>
-        client
-          .if(key, 'Create', '==', 0)
-          .then(client.put(key).value(value), client.put(KEYS.securityVersion).value(versionValue()))
-          .options(deadline())
-          .commit(),
-      );
-      seedRest.shift();
-    }
-    return won;
-  };
-
+/** Keeps the store on the shared policy: seeding, then re-lists on every watch event and periodically. */
+class RegistrySecuritySync implements SecuritySync {
+  readonly #options: SecuritySyncOptions;
+  readonly #store: PolicyStore;
+  readonly #log: Log;
+  readonly #policy: RegistryPolicy;
+  readonly #ready: Promise<void>;
+  #resolveReady: () => void = () => undefined;
+  readonly #stop = new AbortController();
+  readonly #timer: NodeJS.Timeout;
+  #closed = false;
+  #watcher: Watcher | undefined;
+  #seedsAdded = false;
   // One re-list at a time; a request during one runs one more after it.
-  let running: Promise<void> | undefined;
-  let again = false;
-  const relistOnce = (): Promise<void> => store.adopt(async () => (await read()).document);
-  const resync = (): Promise<void> => {
-    if (running !== undefined) {
-      again = true;
-      return running;
+  #running: Promise<void> | undefined;
+  #again = false;
+  // One establishing loop at a time (a cancelled watch may ask for one while another runs).
+  #establishing: Promise<void> | undefined;
+
+  constructor(options: SecuritySyncOptions) {
+    this.#options = options;
+    this.#store = options.store;
+    this.#log = options.log ?? ((): void => undefined);
+    this.#ready = new Promise<void>((resolve) => (this.#resolveReady = resolve));
+    this.#policy = new RegistryPolicy(
+      options.client,
+      options.node,
+      this.#log,
+      this.#ready,
+      this.#stop.signal,
+    );
+    this.#store.useAuthority(this.#policy, { warn: (message, fields) => this.#log('warn', message, fields) });
+    void this.#start();
+    this.#timer = setInterval(this.#resyncQuietly, options.relistMs ?? 30_000);
+    this.#timer.unref();
+  }
+
+  ready(): Promise<void> {
+    return this.#ready;
+  }
+
+  resync(): Promise<void> {
+    if (this.#running !== undefined) {
+      this.#again = true;
+      return this.#running;
     }
-    running = (async () => {
+    this.#running = (async () => {
       try {
         do {
-          again = false;
-          await relistOnce();
-        } while (again && !closed);
+          this.#again = false;
+          await this.#store.adopt(async () => (await this.#policy.read()).document);
+        } while (this.#again && !this.#closed);
       } finally {
-        running = undefined;
+        this.#running = undefined;
       }
     })();
-    return running;
-  };
-  const resyncQuietly = (): void => {
-    if (closed || !seeded) return;
-    resync().catch((error: unknown) =>
-      log('warn', 'security re-list failed; retried on the next event', { error: (error as Error).message }),
+    return this.#running;
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    this.#stop.abort();
+    clearInterval(this.#timer);
+    await this.#watcher?.cancel().catch(() => undefined);
+    this.#watcher = undefined;
+    await this.#running?.catch(() => undefined);
+  }
+
+  readonly #resyncQuietly = (): void => {
+    if (this.#closed || !this.#policy.seeded) return;
+    this.resync().catch((error: unknown) =>
+      this.#log('warn', 'security re-list failed; retried on the next event', {
+        error: (error as Error).message,
+      }),
     );
   };
 
-  const watch = async (): Promise<void> => {
-    if (watcher !== undefined) return;
-    const created = await (options.watchClient ?? client).watch().prefix(KEYS.securityPrefix).create();
-    if (closed) {
+  async #watch(): Promise<void> {
+    if (this.#watcher !== undefined) return;
+    const client = this.#options.watchClient ?? this.#options.client;
+    const created = await client.watch().prefix(KEYS.securityPrefix).create();
+    if (this.#closed) {
       await created.cancel();
       return;
     }
-    watcher = created;
-    created.on('data', resyncQuietly);
-    created.on('connected', resyncQuietly);
+    this.#watcher = created;
+    created.on('data', this.#resyncQuietly);
+    created.on('connected', this.#resyncQuietly);
     created.on('error', (error) => {
       // Cancelled by etcd (e.g. its revision was compacted): re-list and watch again.
-      log('warn', 'security watch cancelled; re-listing', { error: error.message });
+      this.#log('warn', 'security watch cancelled; re-listing', { error: error.message });
       // etcd cancelled it already: never cancelled again (etcd3 1.1.2 throws on the gRPC stream).
-      if (watcher === created) watcher = undefined;
-      if (!closed) void start();
+      if (this.#watcher === created) this.#watcher = undefined;
+      if (!this.#closed) void this.#start();
     });
-  };
+  }
 
-  // One establishing loop at a time (a cancelled watch may ask for one while another runs).
-  let establishing: Promise<void> | undefined;
-  const start = (): Promise<void> => {
-    establishing ??= establish().finally(() => (establishing = undefined));
-    return establishing;
-  };
-  const establish = async (): Promise<void> => {
-    for (let wait = RETRY_MIN_MS; !closed; wait = Math.min(wait * 2, RETRY_MAX_MS)) {
+  #start(): Promise<void> {
+    this.#establishing ??= this.#establish().finally(() => (this.#establishing = undefined));
+    return this.#establishing;
+  }
+
+  async #establish(): Promise<void> {
+    const node = this.#options.node;
+    for (let wait = RETRY_MIN_MS; !this.#closed; wait = Math.min(wait * 2, RETRY_MAX_MS)) {
       try {
-        if (!seeded) {
-          if (await seed()) log('info', 'registry security seeded from this node', { node });
-          seeded = true;
+        if (!this.#policy.seeded) {
+          if (await this.#policy.seed(() => this.#store.document()))
+            this.#log('info', 'registry security seeded from this node', { node });
         }
-        if (!seedsAdded) {
-          await store.addSeedPrincipals();
-          seedsAdded = true;
+        if (!this.#seedsAdded) {
+          await this.#store.addSeedPrincipals();
+          this.#seedsAdded = true;
         }
-        await resync();
-        await watch();
+        await this.resync();
+        await this.#watch();
         // Changes between the re-list and the watch's start are caught by this second re-list.
-        await resync();
-        resolveReady();
+        await this.resync();
+        this.#resolveReady();
         return;
       } catch (error) {
-        log('warn', 'security sync not established; retrying', { error: (error as Error).message });
-        await delay(wait, undefined, { signal: stop.signal }).catch(() => undefined);
+        this.#log('warn', 'security sync not established; retrying', { error: (error as Error).message });
+        await delay(wait, undefined, { signal: this.#stop.signal }).catch(() => undefined);
       }
     }
-  };
+  }
+}
 
-  store.useAuthority(authority, { warn: (message, fields) => log('warn', message, fields) });
-  void start();
-  const timer = setInterval(resyncQuietly, options.relistMs ?? 30_000);
-  timer.unref();
-
-  return {
-    ready: () => readyPromise,
-    resync,
-    async close() {
-      closed = true;
-      stop.abort();
-      clearInterval(timer);
-      await watcher?.cancel().catch(() => undefined);
-      watcher = undefined;
-      await running?.catch(() => undefined);
-    },
-  };
+export function startSecuritySync(options: SecuritySyncOptions): SecuritySync {
+  return new RegistrySecuritySync(options);
 }

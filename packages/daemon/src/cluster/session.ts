@@ -95,211 +95,238 @@ function messageOf(error: unknown): string {
 export async function openRegistrySession(options: RegistrySessionOptions): Promise<RegistrySession> {
   // Loaded on demand: a stand-alone daemon never pays for gRPC.
   const { Etcd3 } = await import('etcd3');
-  const client = new Etcd3(etcdClientOptions(options.urls, options.tls));
-  const watchClients = new Set<Etcd3>();
-  const log = options.log ?? ((): void => undefined);
-  const now = options.now ?? Date.now;
-  const ttlMs = options.ttlSeconds * 1000;
-  // Retries stay well inside the TTL: after an etcd restart the old lease lives one TTL more, and
-  // the node must be on a new one (its keys rewritten) before the old one takes the keys with it.
-  const retryMaxMs = Math.max(RETRY_MIN_MS, Math.min(RETRY_MAX_MS, ttlMs / 4));
-  const owned = new Map<string, string>();
+  const session = new LeasedSession(options, () => new Etcd3(etcdClientOptions(options.urls, options.tls)));
+  await session.start();
+  return session;
+}
+
+class LeasedSession implements RegistrySession {
+  readonly client: Etcd3;
+  readonly ttlSeconds: number;
+  readonly #newClient: () => Etcd3;
+  readonly #watchClients = new Set<Etcd3>();
+  readonly #log: (level: 'info' | 'warn', message: string) => void;
+  readonly #now: () => number;
+  readonly #ttlMs: number;
+  readonly #retryMaxMs: number;
+  readonly #owned = new Map<string, string>();
   /** Owned keys whose last write failed while the lease was still granted: written on the next keepalive. */
-  const dirty = new Set<string>();
+  readonly #dirty = new Set<string>();
   /** Keys given up whose delete failed (etcd unreachable): deleted again after the next keepalive. */
-  const undeleted = new Set<string>();
-  const leaseListeners = new Set<(leaseId: string) => void>();
-  const downListeners = new Set<() => void>();
-  let lease: Lease | undefined;
-  let leaseId: string | undefined;
+  readonly #undeleted = new Set<string>();
+  readonly #leaseListeners = new Set<(leaseId: string) => void>();
+  readonly #downListeners = new Set<() => void>();
+  readonly #watchdog: NodeJS.Timeout;
+  #lease: Lease | undefined;
+  #leaseId: string | undefined;
   /** Estimated end of the current lease (ms), from the send time of the last answered keepalive. */
-  let validUntil = 0;
-  let wasAlive = false;
-  let closed = false;
-  let retryTimer: NodeJS.Timeout | undefined;
-  let delay = RETRY_MIN_MS;
+  #validUntil = 0;
+  #wasAlive = false;
+  #closed = false;
+  #retryTimer: NodeJS.Timeout | undefined;
+  #delay = RETRY_MIN_MS;
 
-  const alive = (): boolean => leaseId !== undefined && now() < validUntil - ttlMs * (1 - ALIVE_SHARE);
+  constructor(options: RegistrySessionOptions, newClient: () => Etcd3) {
+    this.#newClient = newClient;
+    this.client = newClient();
+    this.ttlSeconds = options.ttlSeconds;
+    this.#log = options.log ?? ((): void => undefined);
+    this.#now = options.now ?? Date.now;
+    this.#ttlMs = options.ttlSeconds * 1000;
+    // Retries stay well inside the TTL: after an etcd restart the old lease lives one TTL more, and
+    // the node must be on a new one (its keys rewritten) before the old one takes the keys with it.
+    this.#retryMaxMs = Math.max(RETRY_MIN_MS, Math.min(RETRY_MAX_MS, this.#ttlMs / 4));
+    // The watchdog: notices when the estimate says "about to expire" (alive() turns false) and, past
+    // the estimated expiry, gives the lease up at once instead of waiting for etcd3's 2 × TTL.
+    this.#watchdog = setInterval(
+      () => {
+        this.#checkDown();
+        if (this.#lease !== undefined && this.#now() > this.#validUntil) {
+          this.#log(
+            'warn',
+            'registry lease expired by the session estimate (no keepalive answered); granting a new one',
+          );
+          this.#drop(this.#lease);
+          this.#retry();
+        }
+      },
+      Math.max(50, Math.min(500, this.#ttlMs / 12)),
+    );
+    this.#watchdog.unref();
+  }
 
-  const checkDown = (): void => {
-    const current = alive();
-    if (wasAlive && !current) for (const listener of downListeners) listener();
-    wasAlive = current;
-  };
-
-  const drop = (which: Lease): void => {
-    if (which !== lease) return;
-    lease = undefined;
-    leaseId = undefined;
-    which.release();
-    checkDown();
-  };
-
-  const deleteKey = async (key: string): Promise<void> => {
+  /** The first lease; when etcd cannot grant it, the session retries in the background. */
+  async start(): Promise<void> {
     try {
-      await client.delete().key(key);
-      undeleted.delete(key);
+      await this.#grant();
     } catch (error) {
-      undeleted.add(key);
-      log('warn', `registry delete of ${key} failed (${messageOf(error)}); will retry`);
+      this.#log('warn', `registry unavailable at start (${messageOf(error)}); retrying in the background`);
+      if (this.#lease !== undefined) this.#drop(this.#lease);
+      this.#retry();
     }
-  };
+  }
 
-  const writeDirty = async (which: Lease): Promise<void> => {
-    for (const key of [...undeleted]) if (!owned.has(key)) await deleteKey(key);
-    for (const key of [...dirty]) {
-      const value = owned.get(key);
-      dirty.delete(key);
+  leaseId(): string | undefined {
+    return this.#leaseId;
+  }
+
+  alive(): boolean {
+    return this.#leaseId !== undefined && this.#now() < this.#validUntil - this.#ttlMs * (1 - ALIVE_SHARE);
+  }
+
+  async putOwned(key: string, value: string): Promise<void> {
+    this.#owned.set(key, value);
+    this.#undeleted.delete(key);
+    const current = this.#lease;
+    if (current === undefined) return; // written on the next lease
+    if (!this.alive()) {
+      // etcd is not answering: do not wait for it; written after the next answered keepalive.
+      this.#dirty.add(key);
+      return;
+    }
+    try {
+      await current.put(key).value(value);
+      this.#dirty.delete(key);
+    } catch (error) {
+      // Written again after the next answered keepalive, or on the next lease.
+      this.#dirty.add(key);
+      this.#log('warn', `registry write of ${key} failed (${messageOf(error)}); will retry`);
+    }
+  }
+
+  async deleteOwned(key: string): Promise<void> {
+    this.#owned.delete(key);
+    this.#dirty.delete(key);
+    if (!this.alive()) {
+      this.#undeleted.add(key); // deleted after the next answered keepalive (or dies with the lease)
+      return;
+    }
+    await this.#deleteKey(key);
+  }
+
+  onLease(listener: (leaseId: string) => void): () => void {
+    this.#leaseListeners.add(listener);
+    return () => this.#leaseListeners.delete(listener);
+  }
+
+  onDown(listener: () => void): () => void {
+    this.#downListeners.add(listener);
+    return () => this.#downListeners.delete(listener);
+  }
+
+  watchClient(): Etcd3 {
+    const extra = this.#newClient();
+    this.#watchClients.add(extra);
+    return extra;
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    clearInterval(this.#watchdog);
+    if (this.#retryTimer !== undefined) clearTimeout(this.#retryTimer);
+    const current = this.#lease;
+    this.#lease = undefined;
+    this.#leaseId = undefined;
+    if (current !== undefined) {
+      // revoke() ends the keepalive loop first (etcd3: close() would leave it running).
+      await current.revoke({ deadline: new Date(Date.now() + 2_000) }).catch(() => current.release());
+    }
+    for (const extra of this.#watchClients) extra.close();
+    this.#watchClients.clear();
+    this.client.close();
+  }
+
+  #checkDown(): void {
+    const current = this.alive();
+    if (this.#wasAlive && !current) for (const listener of this.#downListeners) listener();
+    this.#wasAlive = current;
+  }
+
+  #drop(which: Lease): void {
+    if (which !== this.#lease) return;
+    this.#lease = undefined;
+    this.#leaseId = undefined;
+    which.release();
+    this.#checkDown();
+  }
+
+  async #deleteKey(key: string): Promise<void> {
+    try {
+      await this.client.delete().key(key);
+      this.#undeleted.delete(key);
+    } catch (error) {
+      this.#undeleted.add(key);
+      this.#log('warn', `registry delete of ${key} failed (${messageOf(error)}); will retry`);
+    }
+  }
+
+  async #writeDirty(which: Lease): Promise<void> {
+    for (const key of [...this.#undeleted]) if (!this.#owned.has(key)) await this.#deleteKey(key);
+    for (const key of [...this.#dirty]) {
+      const value = this.#owned.get(key);
+      this.#dirty.delete(key);
       if (value === undefined) continue;
       await which
         .put(key)
         .value(value)
-        .catch(() => dirty.add(key));
+        .catch(() => this.#dirty.add(key));
     }
-  };
+  }
 
-  const grant = async (): Promise<void> => {
-    const next = client.lease(options.ttlSeconds, {
-      deadline: new Date(now() + Math.max(1_000, Math.min(GRANT_DEADLINE_MS, ttlMs / 2))),
+  async #grant(): Promise<void> {
+    const ttlMs = this.#ttlMs;
+    const next = this.client.lease(this.ttlSeconds, {
+      deadline: new Date(this.#now() + Math.max(1_000, Math.min(GRANT_DEADLINE_MS, ttlMs / 2))),
     });
     const fired: number[] = [];
     next.on('lost', (error) => {
-      if (next !== lease || closed) return;
-      log('warn', `registry lease lost (${error.message}); granting a new one`);
-      drop(next);
-      retry();
+      if (next !== this.#lease || this.#closed) return;
+      this.#log('warn', `registry lease lost (${error.message}); granting a new one`);
+      this.#drop(next);
+      this.#retry();
     });
     next.on('keepaliveEstablished', () => (fired.length = 0));
-    next.on('keepaliveFired', () => fired.push(now()));
+    next.on('keepaliveFired', () => fired.push(this.#now()));
     next.on('keepaliveSucceeded', () => {
       const sentAt = fired.shift();
-      if (sentAt !== undefined && next === lease) {
-        validUntil = Math.max(validUntil, sentAt + ttlMs);
-        checkDown();
-        if (dirty.size + undeleted.size > 0) void writeDirty(next);
+      if (sentAt !== undefined && next === this.#lease) {
+        this.#validUntil = Math.max(this.#validUntil, sentAt + ttlMs);
+        this.#checkDown();
+        if (this.#dirty.size + this.#undeleted.size > 0) void this.#writeDirty(next);
       }
     });
-    const sentAt = now();
+    const sentAt = this.#now();
     const id = await next.grant();
-    if (closed) {
+    if (this.#closed) {
       next.release();
       return;
     }
-    lease = next;
-    validUntil = sentAt + ttlMs;
-    dirty.clear();
-    for (const [key, value] of owned) await next.put(key).value(value);
-    leaseId = id;
-    for (const key of [...undeleted]) if (!owned.has(key)) await deleteKey(key);
-    delay = RETRY_MIN_MS;
-    checkDown();
-    for (const listener of leaseListeners) listener(id);
-  };
-
-  const attempt = (): void => {
-    grant().catch((error: unknown) => {
-      log('warn', `registry unavailable (${messageOf(error)})`);
-      if (lease !== undefined) drop(lease);
-      delay = Math.min(delay * 2, retryMaxMs);
-      retry();
-    });
-  };
-
-  const retry = (): void => {
-    if (closed || retryTimer !== undefined) return;
-    retryTimer = setTimeout(() => {
-      retryTimer = undefined;
-      attempt();
-    }, delay);
-    retryTimer.unref();
-  };
-
-  // The watchdog: notices when the estimate says "about to expire" (alive() turns false) and, past
-  // the estimated expiry, gives the lease up at once instead of waiting for etcd3's 2 × TTL.
-  const watchdog = setInterval(
-    () => {
-      checkDown();
-      if (lease !== undefined && now() > validUntil) {
-        log(
-          'warn',
-          'registry lease expired by the session estimate (no keepalive answered); granting a new one',
-        );
-        drop(lease);
-        retry();
-      }
-    },
-    Math.max(50, Math.min(500, ttlMs / 12)),
-  );
-  watchdog.unref();
-
-  try {
-    await grant();
-  } catch (error) {
-    log('warn', `registry unavailable at start (${messageOf(error)}); retrying in the background`);
-    if (lease !== undefined) drop(lease);
-    retry();
+    this.#lease = next;
+    this.#validUntil = sentAt + ttlMs;
+    this.#dirty.clear();
+    for (const [key, value] of this.#owned) await next.put(key).value(value);
+    this.#leaseId = id;
+    for (const key of [...this.#undeleted]) if (!this.#owned.has(key)) await this.#deleteKey(key);
+    this.#delay = RETRY_MIN_MS;
+    this.#checkDown();
+    for (const listener of this.#leaseListeners) listener(id);
   }
 
-  return {
-    client,
-    ttlSeconds: options.ttlSeconds,
-    leaseId: () => leaseId,
-    alive,
-    async putOwned(key, value) {
-      owned.set(key, value);
-      undeleted.delete(key);
-      const current = lease;
-      if (current === undefined) return; // written on the next lease
-      if (!alive()) {
-        // etcd is not answering: do not wait for it; written after the next answered keepalive.
-        dirty.add(key);
-        return;
-      }
-      try {
-        await current.put(key).value(value);
-        dirty.delete(key);
-      } catch (error) {
-        // Written again after the next answered keepalive, or on the next lease.
-        dirty.add(key);
-        log('warn', `registry write of ${key} failed (${messageOf(error)}); will retry`);
-      }
-    },
-    async deleteOwned(key) {
-      owned.delete(key);
-      dirty.delete(key);
-      if (!alive()) {
-        undeleted.add(key); // deleted after the next answered keepalive (or dies with the lease)
-        return;
-      }
-      await deleteKey(key);
-    },
-    onLease(listener) {
-      leaseListeners.add(listener);
-      return () => leaseListeners.delete(listener);
-    },
-    onDown(listener) {
-      downListeners.add(listener);
-      return () => downListeners.delete(listener);
-    },
-    watchClient() {
-      const extra = new Etcd3(etcdClientOptions(options.urls, options.tls));
-      watchClients.add(extra);
-      return extra;
-    },
-    async close() {
-      closed = true;
-      clearInterval(watchdog);
-      if (retryTimer !== undefined) clearTimeout(retryTimer);
-      const current = lease;
-      lease = undefined;
-      leaseId = undefined;
-      if (current !== undefined) {
-        // revoke() ends the keepalive loop first (etcd3: close() would leave it running).
-        await current.revoke({ deadline: new Date(Date.now() + 2_000) }).catch(() => current.release());
-      }
-      for (const extra of watchClients) extra.close();
-      watchClients.clear();
-      client.close();
-    },
-  };
+  #attempt(): void {
+    this.#grant().catch((error: unknown) => {
+      this.#log('warn', `registry unavailable (${messageOf(error)})`);
+      if (this.#lease !== undefined) this.#drop(this.#lease);
+      this.#delay = Math.min(this.#delay * 2, this.#retryMaxMs);
+      this.#retry();
+    });
+  }
+
+  #retry(): void {
+    if (this.#closed || this.#retryTimer !== undefined) return;
+    this.#retryTimer = setTimeout(() => {
+      this.#retryTimer = undefined;
+      this.#attempt();
+    }, this.#delay);
+    this.#retryTimer.unref();
+  }
 }

@@ -1,10 +1,10 @@
 // Cluster mode (SVC_REGISTRY_URL / Registry.Url; docs/cluster.md), as the daemon joins it: the
-// registry session and the node report, the policy kept in etcd (security sync), and the worker
-// side (cluster apps, service records, the registered nodes as forward targets). etcd3 and gRPC
+// registry session and the node report, the policy kept in etcd (security sync), and the node
+// apps (cluster apps, service records, the registered nodes as forward targets). etcd3 and gRPC
 // are loaded only here, only in cluster mode.
 import type { PolicyStore } from '../auth/policy-store.ts';
 import type { ClusterNode } from '../cluster/cluster.ts';
-import type { WorkerSide } from '../cluster/worker-side.ts';
+import type { NodeApps } from '../cluster/node-apps.ts';
 import type { DaemonConfig } from '../config/config.ts';
 import type { HostConfigStore } from '../config/host-config-store.ts';
 import type { Logger } from '../log/logger.ts';
@@ -29,10 +29,10 @@ export interface ClusterMemberOptions {
  */
 export async function joinCluster(
   options: ClusterMemberOptions,
-): Promise<Step<{ cluster: ClusterNode | undefined; workerSide: WorkerSide | undefined }>> {
+): Promise<Step<{ cluster: ClusterNode | undefined; nodeApps: NodeApps | undefined }>> {
   const { config, logger } = options;
   const clusterConfig = config.cluster;
-  if (clusterConfig === undefined) return { cluster: undefined, workerSide: undefined, component: undefined };
+  if (clusterConfig === undefined) return { cluster: undefined, nodeApps: undefined, component: undefined };
   const cluster = await (
     await import('../cluster/cluster.ts')
   ).startCluster({
@@ -56,19 +56,19 @@ export async function joinCluster(
             logger.child({ component: 'security-sync' })[level](message, fields),
         });
   // Cluster apps (worker nodes), service records and the /svc/cluster/* registry view.
-  const workerSide = await (
-    await import('../cluster/worker-side.ts')
-  ).startWorkerSide(cluster, options.supervisor.cluster, options.ports.tcp, logger);
-  options.peers.provide(() => workerSide.services.environment());
+  const nodeApps = await (
+    await import('../cluster/node-apps.ts')
+  ).startNodeApps(cluster, options.supervisor.cluster, options.ports.tcp, logger);
+  options.peers.provide(() => nodeApps.services.environment());
   return {
     cluster,
-    workerSide,
+    nodeApps,
     component: {
       name: 'cluster',
       async stop() {
         stopLabelWatch();
         await securitySync?.close();
-        await workerSide.close();
+        await nodeApps.close();
         await cluster.close();
       },
     },

@@ -11,7 +11,7 @@ import { METRICS_READER_APP as AGENT_APP, type AccessResolver } from '../auth/ac
 import { ConnectionAuthority } from '../auth/connection-authority.ts';
 import type { PolicyStore } from '../auth/policy-store.ts';
 import type { ClusterNode } from '../cluster/cluster.ts';
-import type { WorkerSide } from '../cluster/worker-side.ts';
+import type { NodeApps } from '../cluster/node-apps.ts';
 import type { DaemonConfig } from '../config/config.ts';
 import type { HostConfigStore } from '../config/host-config-store.ts';
 import { EventHub } from '../events/event-hub.ts';
@@ -32,12 +32,12 @@ export async function startForwarding(options: {
   config: DaemonConfig;
   tls: TlsMaterial;
   tcpPort: number;
-  workerSide: WorkerSide | undefined;
+  nodeApps: NodeApps | undefined;
   logger: Logger;
 }): Promise<Step<{ forwarder: Forwarder }>> {
-  const { workerSide } = options;
+  const { nodeApps } = options;
   const forwarder = await createForwarder({ ...options, tcpPort: () => options.tcpPort });
-  if (workerSide !== undefined) forwarder.targets.addProvider(workerSide.targets.provider);
+  if (nodeApps !== undefined) forwarder.targets.addProvider(nodeApps.targets.provider);
   return { forwarder, component: { name: 'forward links', stop: () => forwarder.close() } };
 }
 
@@ -112,14 +112,14 @@ export interface RequestPathOptions {
   readonly connections: ConnectionAuthority;
   readonly forwarder: Forwarder;
   readonly cluster: ClusterNode | undefined;
-  readonly workerSide: WorkerSide | undefined;
+  readonly nodeApps: NodeApps | undefined;
   readonly metrics: DaemonMetrics;
   readonly logger: Logger;
 }
 
 /** The dispatcher over the operation table, counted by route, and the listeners' checks. */
 export function assembleRequestPath(options: RequestPathOptions): RequestPath {
-  const { config, supervisor, events, workerSide, forwarder, metrics, logger, restBaseUrl } = options;
+  const { config, supervisor, events, nodeApps, forwarder, metrics, logger, restBaseUrl } = options;
   const policy = options.access.policy;
   const services: Services = {
     config,
@@ -134,12 +134,12 @@ export function assembleRequestPath(options: RequestPathOptions): RequestPath {
     metrics,
     restBaseUrl: () => restBaseUrl,
     ...(options.cluster === undefined ? {} : { cluster: options.cluster }),
-    ...(workerSide === undefined ? {} : { clusterApi: workerSide.api }),
+    ...(nodeApps === undefined ? {} : { clusterApi: nodeApps.api }),
   };
   const router = new Router(operations);
   const resolver: AccessResolver = {
     app: (name) => supervisor.access(name),
-    service: (name) => workerSide?.services.registered().includes(name) ?? false,
+    service: (name) => nodeApps?.services.registered().includes(name) ?? false,
     subscription: (id) => events.owner(id),
     verifyProcessKey: (name, key) => supervisor.verifyProcessKey(name, key),
   };

@@ -3,7 +3,7 @@
 //   system   bundled apps/*.yaml of the install (trusted, never stored, changed by nobody)
 //   local    work/apps/<name>.yaml, registered through the API of this node
 //   cluster  svc/cluster/tasks/<name> in the registry, placed on this node by the leader's topology
-//            and applied by the cluster worker (cluster/worker.ts); never stored on this node
+//            and applied by the cluster worker (cluster/placement-follower.ts); never stored on this node
 //
 // Each app has exactly one source. An app of one source never replaces an app of another: the
 // bundled one shadows a stored one of the same name at load, a local app keeps its name against a

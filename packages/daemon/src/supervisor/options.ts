@@ -57,7 +57,7 @@ export interface SupervisorOptions {
   adoptedPollMs?: number;
   /**
    * Cluster mode: the peer services' variables (`SVC_SERVICE_<APP>_ADDR`) added to the environment
-   * of every non-system process at its start (cluster/services.ts).
+   * of every non-system process at its start (cluster/service-registry.ts).
    */
   peerEnvironment?: () => Record<string, string>;
 }

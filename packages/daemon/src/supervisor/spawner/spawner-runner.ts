@@ -18,7 +18,6 @@ import { constants } from 'node:os';
 import type { Logger } from '../../log/logger.ts';
 import { defaultCwd } from '../../privilege/os-user.ts';
 import { scanClaimingProcesses } from '../orphans.ts';
-import { isSameProcess, readProcStat } from '../proc-stats.ts';
 import {
   commandOf,
   failed,
@@ -30,6 +29,9 @@ import {
 } from '../process-runner.ts';
 import { SpawnerGone, type ExitEvent, type SpawnerConnection } from './connection.ts';
 import { describeSpawnFailure, encodeAck, encodeSignal, encodeSpawn, parseTag } from './frames.ts';
+import { LostExitPoller } from './lost-exits.ts';
+
+export { LOST_EXIT_ERROR } from './lost-exits.ts';
 
 export interface SpawnerRunnerOptions {
   /** The first connection (already open). */
@@ -59,22 +61,22 @@ interface Tracked {
 /** How long a spawn whose spawner died waits before looking for its process in /proc. */
 const LOST_SPAWN_GRACE_MS = 100;
 
-export const LOST_EXIT_ERROR = 'exit code unavailable: svc-spawner, which held the process, died';
-
 export interface SpawnerRunner extends ProcessRunner {
   readonly kind: 'native';
   /** The current spawner's pid (0 while none answers). */
   spawnerPid(): number;
 }
 
-
 export function createSpawnerRunner(options: SpawnerRunnerOptions): SpawnerRunner {
-  const { logger } = options;
-  /** In-process spawns still honour `cgroupProcs`: the pid is moved right after the spawn. */
-  const inProcess: ProcessRunner = {
-    ...options.inProcess,
+  return new NativeSpawnerRunner(options);
+}
+
+/** In-process spawns still honour `cgroupProcs`: the pid is moved right after the spawn. */
+function inProcessWithCgroups(inProcess: ProcessRunner, logger: Logger): ProcessRunner {
+  return {
+    ...inProcess,
     spawn(request) {
-      const spawned = options.inProcess.spawn(request);
+      const spawned = inProcess.spawn(request);
       for (const procs of request.cgroupProcs ?? []) {
         try {
           if (spawned.pid > 0) writeFileSync(procs, String(spawned.pid));
@@ -85,126 +87,228 @@ export function createSpawnerRunner(options: SpawnerRunnerOptions): SpawnerRunne
       return spawned;
     },
   };
-  let connection: SpawnerConnection | undefined;
-  let closed = false;
-  let settled = false;
-  /** By spawner id, for the current connection. */
-  const byId = new Map<number, Tracked>();
-  const byPid = new Map<number, Tracked>();
-  const byUuid = new Map<string, Tracked>();
-  /** Processes whose spawner died: their exits are polled. */
-  const polled = new Map<number, { startTicks: number; deliver: (info: ExitInfo) => void }>();
-  let pollTimer: NodeJS.Timeout | undefined;
+}
 
-  const forget = (t: Tracked): void => {
-    byId.delete(t.id);
-    if (byPid.get(t.pid) === t) byPid.delete(t.pid);
-    if (byUuid.get(t.processUuid) === t) byUuid.delete(t.processUuid);
+/** The process of `processUuid` in /proc (a group leader carrying it), after a lost reply. */
+function findSpawned(processUuid: string): number | undefined {
+  return scanClaimingProcesses({ skip: () => false }).claims.find((c) => c.processUuid === processUuid)?.pid;
+}
+
+function spawnedOf(t: Tracked): SpawnedProcess {
+  return {
+    pid: t.pid,
+    onExit(callback) {
+      t.listener = callback;
+      if (t.exit !== undefined) {
+        const exit = t.exit;
+        queueMicrotask(() => callback(exit));
+      }
+    },
   };
+}
 
-  const acknowledge = (t: Tracked, via: SpawnerConnection): void => {
+/**
+ * The SPAWN frame of `request` (the request id is written in per send) and the program it runs,
+ * or the failed process to return when it cannot be sent.
+ */
+function spawnFrameOf(
+  request: SpawnRequest,
+): { file: string; frame: (req: number) => Buffer } | { failure: SpawnedProcess } {
+  let file: string;
+  let args: string[];
+  try {
+    ({ file, args } = commandOf(request));
+  } catch (error) {
+    return { failure: failed(`cannot parse command: ${(error as Error).message}`, 1) };
+  }
+  const user = request.user;
+  const switchUser =
+    user !== undefined && (user.uid !== process.getuid?.() || user.gid !== process.getgid?.());
+  if (switchUser && process.getuid?.() !== 0)
+    return {
+      failure: failed(
+        `cannot start: svcd does not run as root, so it cannot run processes as ${user.user}`,
+        1,
+      ),
+    };
+  const cwd = request.cwd ?? (user === undefined ? process.cwd() : defaultCwd(user));
+  const identity = request.identity;
+  try {
+    const spawnFrame = encodeSpawn(0, {
+      tag: identity === undefined ? '' : `${identity.processUuid}:${identity.app}`,
+      file,
+      argv: [file, ...args],
+      env: Object.entries(request.env).map(([k, v]) => `${k}=${v}`),
+      cwd,
+      outputPath: `/proc/${process.pid}/fd/${request.outputFd}`,
+      stdin: request.stdin === undefined ? undefined : Buffer.from(request.stdin, 'utf8'),
+      user: switchUser ? { uid: user.uid, gid: user.gid, groups: user.groups } : undefined,
+      cgroupProcs: request.cgroupProcs ?? [],
+    });
+    const frame = (req: number): Buffer => {
+      spawnFrame.writeUInt32LE(req, 5); // the request id follows the length and the type
+      return spawnFrame;
+    };
+    return { file, frame };
+  } catch (error) {
+    // A NUL byte in the environment or the command, or an oversized request: what Node's spawn throws too.
+    return { failure: failed(`spawn failed: ${(error as Error).message}`, 1) };
+  }
+}
+
+class NativeSpawnerRunner implements SpawnerRunner {
+  readonly kind = 'native';
+  readonly placesInCgroups = true;
+  readonly #options: SpawnerRunnerOptions;
+  readonly #logger: Logger;
+  readonly #inProcess: ProcessRunner;
+  #connection: SpawnerConnection | undefined;
+  #closed = false;
+  #settled = false;
+  #reconnecting = false;
+  /** By spawner id, for the current connection. */
+  readonly #byId = new Map<number, Tracked>();
+  readonly #byPid = new Map<number, Tracked>();
+  readonly #byUuid = new Map<string, Tracked>();
+  readonly #lostExits: LostExitPoller;
+
+  constructor(options: SpawnerRunnerOptions) {
+    this.#options = options;
+    this.#logger = options.logger;
+    this.#inProcess = inProcessWithCgroups(options.inProcess, options.logger);
+    this.#lostExits = new LostExitPoller(options.pollMs ?? 250);
+    this.#attach(options.connection);
+  }
+
+  spawnerPid(): number {
+    return this.#connection?.pid ?? 0;
+  }
+
+  spawn(request: SpawnRequest): SpawnedProcess {
+    const via = this.#connection;
+    if (via === undefined || this.#closed) return this.#inProcess.spawn(request);
+    return this.#spawnNative(via, request);
+  }
+
+  killGroup(pid: number, sig: NodeJS.Signals): boolean {
+    return this.#signal(pid, sig, true);
+  }
+
+  kill(pid: number, sig: NodeJS.Signals): boolean {
+    return this.#signal(pid, sig, false);
+  }
+
+  held(): HeldProcess[] {
+    return [...this.#byUuid.values()]
+      .filter((t) => !t.claimed)
+      .map((t) => ({ app: t.app, processUuid: t.processUuid, pid: t.pid, exitCode: t.exit?.exitCode }));
+  }
+
+  claim(processUuid: string): SpawnedProcess | undefined {
+    const t = this.#byUuid.get(processUuid);
+    if (t === undefined || t.claimed || this.#connection === undefined) return undefined;
+    t.claimed = true;
+    const via = this.#connection;
+    const spawned = spawnedOf(t);
+    if (t.exit !== undefined) this.#acknowledge(t, via);
+    return spawned;
+  }
+
+  settle(): void {
+    this.#settled = true;
+    const connection = this.#connection;
+    if (connection === undefined) return;
+    for (const t of [...this.#byId.values()])
+      if (!t.claimed && t.exit !== undefined) this.#deliver(t, connection);
+  }
+
+  close(): void {
+    this.#closed = true;
+    this.#lostExits.close();
+    this.#connection?.close();
+    this.#connection = undefined;
+  }
+
+  #forget(t: Tracked): void {
+    this.#byId.delete(t.id);
+    if (this.#byPid.get(t.pid) === t) this.#byPid.delete(t.pid);
+    if (this.#byUuid.get(t.processUuid) === t) this.#byUuid.delete(t.processUuid);
+  }
+
+  #acknowledge(t: Tracked, via: SpawnerConnection): void {
     // After the turn in which the exit is recorded (listeners run from a microtask), so the write
     // awaited below is one that includes it.
-    void new Promise((resolve) => setImmediate(resolve)).then(options.beforeAcknowledge).then(
+    void new Promise((resolve) => setImmediate(resolve)).then(this.#options.beforeAcknowledge).then(
       () => {
-        if (closed || via !== connection || via.closed) return;
+        if (this.#closed || via !== this.#connection || via.closed) return;
         try {
           via.send((req) => encodeAck(req, t.id));
         } catch {
           // gone: the next daemon (or connection) gets it again from LIST
         }
-        forget(t);
+        this.#forget(t);
       },
-      (error: unknown) => logger.error('exit not acknowledged to svc-spawner', { pid: t.pid, error }),
+      (error: unknown) => this.#logger.error('exit not acknowledged to svc-spawner', { pid: t.pid, error }),
     );
-  };
+  }
 
-  const deliver = (t: Tracked, via: SpawnerConnection): void => {
+  #deliver(t: Tracked, via: SpawnerConnection): void {
     const exit = t.exit as ExitInfo;
     if (t.claimed) {
       const listener = t.listener;
       if (listener !== undefined) queueMicrotask(() => listener(exit));
-      acknowledge(t, via);
-    } else if (settled) {
-      logger.info('exit of a process of an earlier daemon that nobody claimed', {
+      this.#acknowledge(t, via);
+    } else if (this.#settled) {
+      this.#logger.info('exit of a process of an earlier daemon that nobody claimed', {
         app: t.app,
         pid: t.pid,
         exitCode: exit.exitCode,
       });
-      acknowledge(t, via);
+      this.#acknowledge(t, via);
     }
-  };
+  }
 
-  const onExit = (via: SpawnerConnection, event: ExitEvent): void => {
-    const t = byId.get(event.id);
+  #onExit(via: SpawnerConnection, event: ExitEvent): void {
+    const t = this.#byId.get(event.id);
     if (t === undefined || t.exit !== undefined) return;
     t.exit = { exitCode: event.code, spawnError: undefined, exitedAt: event.exitedAt };
-    deliver(t, via);
-  };
+    this.#deliver(t, via);
+  }
 
-  const poll = (): void => {
-    for (const [pid, entry] of polled) {
-      if (!isSameProcess(pid, entry.startTicks)) {
-        polled.delete(pid);
-        entry.deliver({ exitCode: undefined, spawnError: LOST_EXIT_ERROR });
-      }
-    }
-    if (polled.size === 0 && pollTimer !== undefined) {
-      clearInterval(pollTimer);
-      pollTimer = undefined;
-    }
-  };
-
-  /** Watch a process nobody can report the exit of any more (its spawner died). */
-  const watch = (pid: number, report: (info: ExitInfo) => void): void => {
-    const stat = readProcStat(pid);
-    if (stat === undefined || stat.state === 'Z') {
-      queueMicrotask(() => report({ exitCode: undefined, spawnError: LOST_EXIT_ERROR }));
-      return;
-    }
-    polled.set(pid, { startTicks: stat.startTicks, deliver: report });
-    if (pollTimer === undefined) {
-      pollTimer = setInterval(poll, options.pollMs ?? 250);
-      pollTimer.unref();
-    }
-  };
-
-  const lost = (via: SpawnerConnection, reason: string): void => {
-    if (via !== connection) return;
-    connection = undefined;
-    if (closed) return;
-    const running = [...byId.values()].filter((t) => t.exit === undefined && t.claimed);
-    logger.warn('svc-spawner is gone: its processes are polled (exit codes unknown); starting a new one', {
-      reason,
-      pid: via.pid,
-      processes: running.length,
-    });
+  #lost(via: SpawnerConnection, reason: string): void {
+    if (via !== this.#connection) return;
+    this.#connection = undefined;
+    if (this.#closed) return;
+    const running = [...this.#byId.values()].filter((t) => t.exit === undefined && t.claimed);
+    this.#logger.warn(
+      'svc-spawner is gone: its processes are polled (exit codes unknown); starting a new one',
+      { reason, pid: via.pid, processes: running.length },
+    );
     for (const t of running) {
       const listener = (info: ExitInfo): void => t.listener?.(info);
-      watch(t.pid, listener);
+      this.#lostExits.watch(t.pid, listener);
     }
-    byId.clear();
-    byPid.clear();
-    byUuid.clear();
-    void reconnectLoop();
-  };
+    this.#byId.clear();
+    this.#byPid.clear();
+    this.#byUuid.clear();
+    void this.#reconnectLoop();
+  }
 
-  let reconnecting = false;
-  const reconnectLoop = async (): Promise<void> => {
-    if (reconnecting) return;
-    reconnecting = true;
+  async #reconnectLoop(): Promise<void> {
+    if (this.#reconnecting) return;
+    this.#reconnecting = true;
     try {
-      for (let attempt = 0; !closed && connection === undefined; attempt++) {
+      for (let attempt = 0; !this.#closed && this.#connection === undefined; attempt++) {
         try {
-          const next = await options.reconnect();
-          if (closed) {
+          const next = await this.#options.reconnect();
+          if (this.#closed) {
             next.close();
             return;
           }
-          attach(next);
-          logger.info('svc-spawner started again', { pid: next.pid, held: next.held.length });
+          this.#attach(next);
+          this.#logger.info('svc-spawner started again', { pid: next.pid, held: next.held.length });
         } catch (error) {
-          logger.warn('svc-spawner could not be started again; spawning in-process meanwhile', {
+          this.#logger.warn('svc-spawner could not be started again; spawning in-process meanwhile', {
             error,
             attempt,
           });
@@ -212,12 +316,12 @@ export function createSpawnerRunner(options: SpawnerRunnerOptions): SpawnerRunne
         }
       }
     } finally {
-      reconnecting = false;
+      this.#reconnecting = false;
     }
-  };
+  }
 
-  const attach = (next: SpawnerConnection): void => {
-    connection = next;
+  #attach(next: SpawnerConnection): void {
+    this.#connection = next;
     for (const entry of next.held) {
       const tag = parseTag(entry.tag);
       if (tag === undefined) continue;
@@ -234,86 +338,22 @@ export function createSpawnerRunner(options: SpawnerRunnerOptions): SpawnerRunne
         listener: undefined,
         claimed: false,
       };
-      byId.set(t.id, t);
-      if (!entry.exited) byPid.set(t.pid, t);
-      byUuid.set(t.processUuid, t);
-      if (t.exit !== undefined && settled) deliver(t, next);
+      this.#byId.set(t.id, t);
+      if (!entry.exited) this.#byPid.set(t.pid, t);
+      this.#byUuid.set(t.processUuid, t);
+      if (t.exit !== undefined && this.#settled) this.#deliver(t, next);
     }
-    next.onExit((event) => onExit(next, event));
-    next.onClose((reason) => lost(next, reason));
-  };
+    next.onExit((event) => this.#onExit(next, event));
+    next.onClose((reason) => this.#lost(next, reason));
+  }
 
-  /** The process of `processUuid` in /proc (a group leader carrying it), after a lost reply. */
-  const findSpawned = (processUuid: string): number | undefined =>
-    scanClaimingProcesses({ skip: () => false }).claims.find((c) => c.processUuid === processUuid)?.pid;
-
-  const tracked = (t: Tracked): SpawnedProcess => ({
-    pid: t.pid,
-    onExit(callback) {
-      t.listener = callback;
-      if (t.exit !== undefined) {
-        const exit = t.exit;
-        queueMicrotask(() => callback(exit));
-      }
-    },
-  });
-
-  /** A process whose spawn reply was lost with its spawner: found in /proc, its exit polled. */
-  const polledProcess = (pid: number): SpawnedProcess => {
-    let listener: ((info: ExitInfo) => void) | undefined;
-    let exit: ExitInfo | undefined;
-    watch(pid, (info) => {
-      exit = info;
-      listener?.(info);
-    });
-    return {
-      pid,
-      onExit(callback) {
-        listener = callback;
-        if (exit !== undefined) callback(exit);
-      },
-    };
-  };
-
-  const spawnNative = (via: SpawnerConnection, request: SpawnRequest): SpawnedProcess => {
-    let file: string;
-    let args: string[];
-    try {
-      ({ file, args } = commandOf(request));
-    } catch (error) {
-      return failed(`cannot parse command: ${(error as Error).message}`, 1);
-    }
-    const user = request.user;
-    const switchUser =
-      user !== undefined && (user.uid !== process.getuid?.() || user.gid !== process.getgid?.());
-    if (switchUser && process.getuid?.() !== 0)
-      return failed(`cannot start: svcd does not run as root, so it cannot run processes as ${user.user}`, 1);
-    const cwd = request.cwd ?? (user === undefined ? process.cwd() : defaultCwd(user));
+  #spawnNative(via: SpawnerConnection, request: SpawnRequest): SpawnedProcess {
+    const spawn = spawnFrameOf(request);
+    if ('failure' in spawn) return spawn.failure;
     const identity = request.identity;
-    let frame: (req: number) => Buffer;
-    try {
-      const spawnFrame = encodeSpawn(0, {
-        tag: identity === undefined ? '' : `${identity.processUuid}:${identity.app}`,
-        file,
-        argv: [file, ...args],
-        env: Object.entries(request.env).map(([k, v]) => `${k}=${v}`),
-        cwd,
-        outputPath: `/proc/${process.pid}/fd/${request.outputFd}`,
-        stdin: request.stdin === undefined ? undefined : Buffer.from(request.stdin, 'utf8'),
-        user: switchUser ? { uid: user.uid, gid: user.gid, groups: user.groups } : undefined,
-        cgroupProcs: request.cgroupProcs ?? [],
-      });
-      frame = (req) => {
-        spawnFrame.writeUInt32LE(req, 5); // the request id follows the length and the type
-        return spawnFrame;
-      };
-    } catch (error) {
-      // A NUL byte in the environment or the command, or an oversized request: what Node's spawn throws too.
-      return failed(`spawn failed: ${(error as Error).message}`, 1);
-    }
     let reply;
     try {
-      reply = via.request(frame);
+      reply = via.request(spawn.frame);
     } catch (error) {
       if (!(error instanceof SpawnerGone)) throw error;
       // The spawner died under this spawn: the process may exist (forked before the death). A child
@@ -322,15 +362,15 @@ export function createSpawnerRunner(options: SpawnerRunnerOptions): SpawnerRunne
       Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, LOST_SPAWN_GRACE_MS);
       const pid = identity === undefined ? undefined : findSpawned(identity.processUuid);
       if (pid !== undefined) {
-        logger.warn('spawn reply lost with svc-spawner; the process was found in /proc (exit polled)', {
+        this.#logger.warn('spawn reply lost with svc-spawner; the process was found in /proc (exit polled)', {
           pid,
         });
-        return polledProcess(pid);
+        return this.#lostExits.process(pid);
       }
-      return inProcess.spawn(request);
+      return this.#inProcess.spawn(request);
     }
     if (reply.type === 'spawnFailed') {
-      const failure = describeSpawnFailure(reply.stage, reply.errno, file, request.cwd);
+      const failure = describeSpawnFailure(reply.stage, reply.errno, spawn.file, request.cwd);
       return failed(failure.message, failure.exitCode);
     }
     if (reply.type !== 'spawned') return failed('spawn failed: unexpected reply from svc-spawner', 1);
@@ -343,16 +383,17 @@ export function createSpawnerRunner(options: SpawnerRunnerOptions): SpawnerRunne
       listener: undefined,
       claimed: true,
     };
-    byId.set(t.id, t);
-    byPid.set(t.pid, t);
-    if (t.processUuid !== '') byUuid.set(t.processUuid, t);
-    return tracked(t);
-  };
+    this.#byId.set(t.id, t);
+    this.#byPid.set(t.pid, t);
+    if (t.processUuid !== '') this.#byUuid.set(t.processUuid, t);
+    return spawnedOf(t);
+  }
 
   /** Signal through the spawner when it holds the process; false when it has exited. */
-  const signal = (pid: number, sig: NodeJS.Signals, group: boolean): boolean => {
-    const t = byPid.get(pid);
-    const via = connection;
+  #signal(pid: number, sig: NodeJS.Signals, group: boolean): boolean {
+    const t = this.#byPid.get(pid);
+    const via = this.#connection;
+    const inProcess = this.#inProcess;
     if (t === undefined || via === undefined)
       return group ? inProcess.killGroup(pid, sig) : inProcess.kill(pid, sig);
     if (t.exit !== undefined) return false;
@@ -362,47 +403,5 @@ export function createSpawnerRunner(options: SpawnerRunnerOptions): SpawnerRunne
     } catch {
       return group ? inProcess.killGroup(pid, sig) : inProcess.kill(pid, sig);
     }
-  };
-
-  attach(options.connection);
-
-  return {
-    kind: 'native',
-    placesInCgroups: true,
-    spawnerPid: () => connection?.pid ?? 0,
-    spawn(request) {
-      const via = connection;
-      if (via === undefined || closed) return inProcess.spawn(request);
-      return spawnNative(via, request);
-    },
-    killGroup: (pid, sig) => signal(pid, sig, true),
-    kill: (pid, sig) => signal(pid, sig, false),
-    held(): HeldProcess[] {
-      return [...byUuid.values()]
-        .filter((t) => !t.claimed)
-        .map((t) => ({ app: t.app, processUuid: t.processUuid, pid: t.pid, exitCode: t.exit?.exitCode }));
-    },
-    claim(processUuid) {
-      const t = byUuid.get(processUuid);
-      if (t === undefined || t.claimed || connection === undefined) return undefined;
-      t.claimed = true;
-      const via = connection;
-      const spawned = tracked(t);
-      if (t.exit !== undefined) acknowledge(t, via);
-      return spawned;
-    },
-    settle() {
-      settled = true;
-      if (connection === undefined) return;
-      for (const t of [...byId.values()]) if (!t.claimed && t.exit !== undefined) deliver(t, connection);
-    },
-    close() {
-      closed = true;
-      if (pollTimer !== undefined) clearInterval(pollTimer);
-      pollTimer = undefined;
-      connection?.close();
-      connection = undefined;
-    },
-  };
+  }
 }
-

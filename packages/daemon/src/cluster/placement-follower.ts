@@ -1,4 +1,4 @@
-// The worker side of cluster mode (spec "Cluster-mode behavior" 4; docs/cluster.md): a worker node
+// The placement follower of cluster mode (spec "Cluster-mode behavior" 4; docs/cluster.md): a worker node
 // (Registry.IsWorkerNode) follows its topology key `svc/cluster/topology/<host>`, runs every task the
 // key names through the supervisor's cluster source (supervisor/cluster-apps.ts), withdraws the ones
 // it no longer names, and registers the replicas that have a port as services.
@@ -13,9 +13,9 @@ import type { Logger } from '../log/logger.ts';
 import type { ClusterApps } from '../supervisor/cluster-apps.ts';
 import { ClusterTaskSchema, HostTopologySchema, KEYS, parseRecord, type ClusterTask } from './records.ts';
 import { watchRegistry } from './registry-watch.ts';
-import type { ServiceRegistry } from './services.ts';
+import type { ServiceRegistry } from './service-registry.ts';
 
-export interface ClusterWorkerOptions {
+export interface PlacementFollowerOptions {
   client: Etcd3;
   /** A new etcd client for each watch (registry-watch.ts). */
   watchClient: () => Etcd3;
@@ -29,7 +29,7 @@ export interface ClusterWorkerOptions {
   onReconciled?: (placed: readonly string[]) => void;
 }
 
-export interface ClusterWorker {
+export interface PlacementFollower {
   /** Reconciles now (and waits for it). */
   reconcile(): Promise<void>;
   /** Stops following the schedule; the cluster apps keep running until the daemon stops. */
@@ -49,9 +49,9 @@ async function readPlacements(
   return new Map(names.map((name, i) => [name, parseRecord(ClusterTaskSchema, tasks[i])]));
 }
 
-export function startClusterWorker(options: ClusterWorkerOptions): ClusterWorker {
+export function startPlacementFollower(options: PlacementFollowerOptions): PlacementFollower {
   const { client, hostName, apps, services } = options;
-  const logger = options.logger.child({ component: 'cluster-worker' });
+  const logger = options.logger.child({ component: 'cluster-placements' });
   let running: Promise<void> | undefined;
   let again = false;
   let closed = false;

@@ -1,4 +1,4 @@
-// The worker side with real svcd nodes and a real etcd, the test writing the topology itself (no
+// The placement follower (a worker node) with real svcd nodes and a real etcd, the test writing the topology itself (no
 // main node runs, so no leader interferes): a placed task runs through the supervisor (visible in
 // the app list, not editable locally), its replica is a service with the app health URL, peers get
 // SVC_SERVICE_<APP>_ADDR, a withdrawn placement stops it, a local app of the same name is kept.

@@ -1,6 +1,6 @@
 // The application side of one cluster node, started by daemon.ts after the node joined: the
-// service registry (every node: its processes get the peer variables), the worker that follows the
-// schedule (worker nodes only), the registered nodes as X-Target-Host targets and the registry view
+// service registry (every node: its processes get the peer variables), the placement follower that
+// runs the schedule (worker nodes only, Registry.IsWorkerNode), the registered nodes as X-Target-Host targets and the registry view
 // of the /svc/cluster/* operations.
 import type { Logger } from '../log/logger.ts';
 import type { ClusterApps } from '../supervisor/cluster-apps.ts';
@@ -9,24 +9,24 @@ import { readTls, type ClusterNode } from './cluster.ts';
 import { etcdClientOptions } from './session.ts';
 import { createClusterApi, type ClusterApi } from './cluster-api.ts';
 import { startNodeTargets, type NodeTargets } from './node-targets.ts';
-import { createServiceRegistry, type ServiceRegistry } from './services.ts';
-import { startClusterWorker, type ClusterWorker } from './worker.ts';
+import { createServiceRegistry, type ServiceRegistry } from './service-registry.ts';
+import { startPlacementFollower, type PlacementFollower } from './placement-follower.ts';
 
-export interface WorkerSide {
+export interface NodeApps {
   api: ClusterApi;
   services: ServiceRegistry;
-  worker: ClusterWorker | undefined;
+  follower: PlacementFollower | undefined;
   /** Registered nodes as forward targets (add `targets.provider` to the forwarder). */
   targets: NodeTargets;
   close(): Promise<void>;
 }
 
-export async function startWorkerSide(
+export async function startNodeApps(
   node: ClusterNode,
   apps: ClusterApps,
   tcpPort: number,
   logger: Logger,
-): Promise<WorkerSide> {
+): Promise<NodeApps> {
   const tls = await readTls(node.config.tls);
   // Imported here, not at the top: a static import of etcd3 (external to the bundle) is hoisted to
   // the bundle's first line and would load etcd3, gRPC and protobufjs into every stand-alone svcd.
@@ -53,17 +53,17 @@ export async function startWorkerSide(
     watchClient,
     logger: logger.child({ component: 'cluster-services' }),
   });
-  const worker = node.config.isWorkerNode
-    ? startClusterWorker({ client, watchClient, hostName: node.hostName, apps, services, logger })
+  const follower = node.config.isWorkerNode
+    ? startPlacementFollower({ client, watchClient, hostName: node.hostName, apps, services, logger })
     : undefined;
   return {
     api: createClusterApi(client),
     services,
-    worker,
+    follower,
     targets,
     async close() {
       await targets.close();
-      await worker?.close();
+      await follower?.close();
       await services.close();
       client.close();
     },
