@@ -1,6 +1,6 @@
 // Cluster mode for one node (spec "Cluster-mode behavior"; docs/cluster.md): opens the registry
 // session, keeps the node report current (labels, resources, leadership) and, on main nodes, runs
-// for leader. Started by daemon.ts when SVC_REGISTRY_URL or Registry.Url is set.
+// for leader. Started by daemon/cluster-member.ts when SVC_REGISTRY_URL or Registry.Url is set.
 import type { Etcd3 } from 'etcd3';
 import { readFile } from 'node:fs/promises';
 import type { ClusterConfig } from '../config/registry-config.ts';
