@@ -1,5 +1,5 @@
-// The application side of one cluster node, started by daemon/cluster-member.ts after the node joined: the
-// service registry (every node: its processes get the peer variables), the placement follower that
+// The application side of one cluster node, started by daemon/cluster-member.ts after the node
+// joined: the service registry (every node: its processes get the peer variables), the placement follower that
 // runs the schedule (worker nodes only, Registry.IsWorkerNode), the registered nodes as X-Target-Host targets and the registry view
 // of the /svc/cluster/* operations.
 import type { Logger } from '../log/logger.ts';
