@@ -1,7 +1,7 @@
 // The application side of one cluster node, started by daemon/cluster-member.ts after the node
-// joined: the service registry (every node: its processes get the peer variables), the placement follower that
-// runs the schedule (worker nodes only, Registry.IsWorkerNode), the registered nodes as X-Target-Host targets and the registry view
-// of the /svc/cluster/* operations.
+// joined: the service registry (every node: its processes get the peer variables), the placement
+// follower that runs the schedule (worker nodes only, Registry.IsWorkerNode), the registered nodes
+// as X-Target-Host targets and the registry view of the /svc/cluster/* operations.
 import type { Logger } from '../log/logger.ts';
 import type { ClusterApps } from '../supervisor/cluster-apps.ts';
 import type { Etcd3 } from 'etcd3';
