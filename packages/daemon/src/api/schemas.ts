@@ -5,7 +5,7 @@
 import { ERROR_CODES, PERMISSIONS, type Permission } from '@svc/protocol';
 import * as z from 'zod';
 import { EXECUTION_USER_PATTERN } from '../auth/policy-store.ts';
-import { configSchema } from '../config/config-schema.ts';
+import { configSchema, configUpdateSchema } from '../config/config-schema.ts';
 import {
   AppDefinitionSchema,
   LIMITS,
@@ -215,13 +215,11 @@ export const ConfigUpdated = Config.extend({
   restart_required: z.array(z.string()).meta({ description: 'accepted keys that apply at the next start' }),
 });
 
-/** POST /svc/config: a partial sectioned document (validated by the config store, which names the key). */
-export const ConfigUpdate = z
-  .record(z.string(), z.unknown(), { error: 'the configuration must be a JSON object' })
-  .meta({
-    id: 'ConfigUpdate',
-    description: 'a partial sectioned configuration, for example {"BaseConfig": {"LogLevel": "DEBUG"}}',
-  });
+/** POST /svc/config: a partial sectioned document, validated as the config store does. */
+export const ConfigUpdate = configUpdateSchema.meta({
+  id: 'ConfigUpdate',
+  description: 'a partial sectioned configuration, for example {"BaseConfig": {"LogLevel": "DEBUG"}}',
+});
 
 export const Resources = z
   .object({
