@@ -10,7 +10,7 @@
 //   in svcd's or the spawner's process group, whoever asks.
 // - An adopted process is signalled alone, never its group (svc did not create that group), and
 //   only while it is still the process adopted (start time) and adoptionRefusal still allows it
-//   (a process that exec'd something setuid is let go, not signalled: supervisor.ts).
+//   (a process that exec'd something setuid is let go, not signalled: supervisor/hooks/adopted.ts).
 import { readFileSync } from 'node:fs';
 
 export interface ProcessFacts {

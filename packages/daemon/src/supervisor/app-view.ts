@@ -4,6 +4,7 @@
 import { toPublicView } from '../model/app-definition.ts';
 import { daemonUser } from '../privilege/os-user.ts';
 import type { DefinitionSource } from './definition-sources.ts';
+import type { LifecycleHook } from './hooks/hook.ts';
 import type { AppLifecycle } from './lifecycle.ts';
 import type { OutputStore } from './output-store.ts';
 import { CLOCK_TICKS, countOpenFds, readGroupUsage, readProcessUid, userName } from './proc-stats.ts';
@@ -17,9 +18,24 @@ export interface AppViewContext {
   /** resource_limit_status of each app as last applied. */
   limitStatus: ReadonlyMap<string, string>;
   /** The previous cpu sample per app (cpu is averaged since the previous view). */
-  cpuSamples: Map<string, { ticks: number; at: number; uuid: string }>;
+  cpuSamples: CpuSamples;
   sourceOf: (name: string) => DefinitionSource | undefined;
   conflictOf: (name: string) => string | undefined;
+}
+
+export type CpuSamples = Map<string, { ticks: number; at: number; uuid: string }>;
+
+/** The cpu samples of a process go with it (and with its app). */
+export class CpuSamplesHook implements LifecycleHook {
+  readonly samples: CpuSamples = new Map();
+
+  exited(app: AppLifecycle): void {
+    this.samples.delete(app.name);
+  }
+
+  removed(app: AppLifecycle): void {
+    this.samples.delete(app.name);
+  }
 }
 
 /** Times in the app view are epoch seconds (App Mesh 3.0). */

@@ -7,6 +7,7 @@ import { SvcError } from '@svc/protocol';
 import type { Logger } from '../log/logger.ts';
 import { parseAppDefinition, type AppDefinition } from '../model/app-definition.ts';
 import type { DefinitionSource } from './definition-sources.ts';
+import type { AppRegistry } from './registry.ts';
 
 export type ApplyOutcome = 'started' | 'replaced' | 'unchanged' | 'conflict';
 
@@ -92,4 +93,30 @@ export function createClusterApps(host: ClusterAppsHost): ClusterApps {
       return conflicts.get(name);
     },
   };
+}
+
+/**
+ * The cluster source over the registry: a placement installs (or replaces) a cluster app and never
+ * an app of another source (`conflict`), serialized with every other change of that app.
+ */
+export function clusterSource(registry: AppRegistry, logger: Logger, now: () => number): ClusterApps {
+  return createClusterApps({
+    logger,
+    now,
+    sourceOf: (name) => registry.sourceOf(name),
+    install: (def) =>
+      registry.serial(def.name, async () => {
+        const existing = registry.apps.get(def.name);
+        if (existing !== undefined && registry.sourceOf(def.name) !== 'cluster') return 'conflict';
+        await registry.install({ def, source: 'cluster' }, existing);
+        return existing === undefined ? 'started' : 'replaced';
+      }),
+    remove: (name) =>
+      registry.serial(name, async () => {
+        const app = registry.apps.get(name);
+        if (app === undefined || registry.sourceOf(name) !== 'cluster') return false;
+        await registry.removeNow(app);
+        return true;
+      }),
+  });
 }

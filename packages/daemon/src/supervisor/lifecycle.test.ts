@@ -1,88 +1,9 @@
 // The lifecycle machine with an in-memory runner and a manual clock: no process, no real timer.
 import { describe, expect, it } from 'vitest';
-import { parseAppDefinition } from '../model/app-definition.ts';
-import { AppLifecycle } from './lifecycle.ts';
-import type { Clock, LifecycleHost } from './lifecycle.ts';
-import type { ExitInfo, ProcessRunner, SpawnRequest } from './process-runner.ts';
+import { fakeApp } from './test-fakes.ts';
 import type { SupervisorEvent } from './types.ts';
 
-class ManualClock implements Clock {
-  time = Date.parse('2030-01-01T00:00:00Z');
-  timers = new Map<number, { at: number; fn: () => void }>();
-  #next = 1;
-  now = (): number => this.time;
-  setTimeout(fn: () => void, ms: number): unknown {
-    const id = this.#next++;
-    this.timers.set(id, { at: this.time + ms, fn });
-    return id;
-  }
-  clearTimeout(handle: unknown): void {
-    this.timers.delete(handle as number);
-  }
-  /** Advance, firing due timers in order. */
-  advance(ms: number): void {
-    const end = this.time + ms;
-    for (;;) {
-      const due = [...this.timers.entries()]
-        .filter(([, t]) => t.at <= end)
-        .sort((a, b) => a[1].at - b[1].at)[0];
-      if (due === undefined) break;
-      this.timers.delete(due[0]);
-      this.time = Math.max(this.time, due[1].at);
-      due[1].fn();
-    }
-    this.time = end;
-  }
-}
-
-class FakeRunner implements ProcessRunner {
-  readonly kind = 'inprocess';
-  readonly placesInCgroups = false;
-  spawned: { pid: number; request: SpawnRequest; exit: (info: ExitInfo) => void }[] = [];
-  signals: [number, string][] = [];
-  #pid = 1000;
-  spawn(request: SpawnRequest) {
-    const pid = ++this.#pid;
-    let listener: ((info: ExitInfo) => void) | undefined;
-    this.spawned.push({ pid, request, exit: (info) => listener?.(info) });
-    return { pid, onExit: (cb: (info: ExitInfo) => void) => (listener = cb) };
-  }
-  killGroup(pid: number, signal: NodeJS.Signals): boolean {
-    this.signals.push([pid, signal]);
-    return true;
-  }
-  kill(pid: number, signal: NodeJS.Signals): boolean {
-    this.signals.push([pid, `pid-only ${signal}`]);
-    return true;
-  }
-  exitLast(exitCode: number): void {
-    this.spawned.at(-1)?.exit({ exitCode, spawnError: undefined });
-  }
-}
-
-function setup(input: Record<string, unknown>) {
-  const clock = new ManualClock();
-  const runner = new FakeRunner();
-  const events: SupervisorEvent[] = [];
-  const removals: string[] = [];
-  const host: LifecycleHost = {
-    runner,
-    clock,
-    stopGraceMs: 5000,
-    emit: (e) => events.push(e),
-    prepareSpawn: () => ({ env: {}, outputFd: -1 }),
-    started: () => undefined,
-    exited: () => undefined,
-    changed: () => undefined,
-    // The supervisor checks the process's owner first (privilege/adoption.ts); here it may.
-    signalExternal: (_app, process, signal) => runner.kill(process.pid, signal),
-    startBlocker: () => undefined,
-    requestRemoval: (app) => removals.push(app.name),
-  };
-  const def = parseAppDefinition({ name: 'app', command: 'x', ...input }, { now: clock.time });
-  const app = new AppLifecycle(def, host);
-  return { clock, runner, events, removals, app };
-}
+const setup = (input: Record<string, unknown>) => fakeApp(input);
 
 const types = (events: SupervisorEvent[]): string[] => events.map((e) => e.type);
 
@@ -187,7 +108,9 @@ describe('AppLifecycle', () => {
     runner.exitLast(9);
     expect(removals).toEqual(['app']);
   });
+});
 
+describe('AppLifecycle: schedule and start conditions', () => {
   it('periodic apps start on their interval with one timer', () => {
     const { clock, runner, app } = setup({ interval: 10 });
     app.decide();
@@ -232,5 +155,51 @@ describe('AppLifecycle', () => {
     const { runner, app } = setup({ metadata: { a: 1 } });
     app.decide();
     expect(runner.spawned[0]?.request.stdin).toBe('{"a":1}');
+  });
+});
+
+describe('AppLifecycle: what the supervisor changes (replace, setEnabled, markTransient, reportHealth)', () => {
+  it('reportHealth: a check result counts while running, HEALTH only on a change; an exit forgets it', () => {
+    const { runner, events, app } = setup({ health_check_cmd: 'true', behavior: { exit: 'standby' } });
+    app.decide();
+    app.reportHealth(1);
+    app.reportHealth(1);
+    app.reportHealth(0);
+    expect(events.filter((e) => e.type === 'HEALTH')).toEqual([
+      { type: 'HEALTH', app: 'app', health: 1, previousHealth: 0 },
+      { type: 'HEALTH', app: 'app', health: 0, previousHealth: 1 },
+    ]);
+    app.reportHealth(1);
+    runner.exitLast(0); // stopped by standby after exit 0: liveness says healthy
+    expect(app.computeHealth()).toBe(0);
+  });
+
+  it('markTransient: runs once, then is removed lifecycleSeconds after its exit; replace ends that', () => {
+    const { clock, runner, removals, app } = setup({ behavior: { exit: 'restart' } });
+    app.markTransient({ lifecycleSeconds: 30, timeoutAt: undefined });
+    app.decide();
+    runner.exitLast(1);
+    expect(runner.spawned).toHaveLength(1); // never restarted
+    clock.advance(29_999);
+    expect(removals).toEqual([]);
+    clock.advance(1);
+    expect(removals).toEqual(['app']);
+
+    const b = setup({});
+    b.app.markTransient({ lifecycleSeconds: 0, timeoutAt: undefined });
+    const def = { ...b.app.def, description: 'new' };
+    b.app.replace(def);
+    expect(b.app.transient).toBeUndefined();
+    expect(b.app.def).toBe(def);
+  });
+
+  it('setEnabled changes the definition it returns and leaves the previous object alone', () => {
+    const { runner, app } = setup({});
+    const before = app.def;
+    const after = app.setEnabled(false);
+    expect([before.enabled, after.enabled, app.def]).toEqual([true, false, after]);
+    app.decide();
+    expect(app.state).toBe('disabled');
+    expect(runner.spawned).toHaveLength(0);
   });
 });

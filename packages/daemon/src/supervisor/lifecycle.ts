@@ -36,30 +36,24 @@
 // SIGKILL escalation, transient-app removal). Exits of our own children arrive through the
 // runner's exit callback (no polling); adopted processes are polled by the supervisor.
 //
-// Concerns that react to transitions (health checks, cgroups, snapshot, events) plug in as hooks.
+// Concerns that react to transitions (health checks, cgroups, snapshot, events) plug in as hooks
+// (hooks/, run by the LifecycleHost). What is known of the app (definition, runtime fields,
+// health) and the methods others change it with are app-record.ts's; this file moves it.
 import { randomUUID } from 'node:crypto';
-import type { OsIdentity } from '../privilege/os-user.ts';
 import type { AppDefinition } from '../model/app-definition.ts';
-import type { ExitInfo, ProcessRunner, SpawnedProcess } from './process-runner.ts';
-import { decideExitAction, INITIAL_CRASH_STATE, nextBackoff } from './restart-policy.ts';
-import type { CrashState } from './restart-policy.ts';
+import { AppRecord } from './app-record.ts';
+import {
+  spawnRequestOf,
+  type AppState,
+  type LifecycleHost,
+  type PreparedSpawn,
+  type RunningProcess,
+  type StopIntent,
+} from './lifecycle-host.ts';
+import type { ExitInfo, SpawnedProcess } from './process-runner.ts';
+import { decideExitAction, nextBackoff } from './restart-policy.ts';
 import { inWindow, isPeriodic, nextStartTime, windowEnd } from './schedule.ts';
-import type { SupervisorEvent } from './types.ts';
-
-export type AppState =
-  | 'stopped'
-  | 'scheduled'
-  /** A start was due but `depends_on` is not satisfied (see `waitingFor`). */
-  | 'waiting'
-  | 'starting'
-  | 'running'
-  | 'stopping'
-  | 'backoff'
-  | 'disabled'
-  | 'removed';
-
-/** Why a process is being stopped on purpose; none of these triggers an exit behavior. */
-export type StopIntent = 'disable' | 'remove' | 'replace' | 'timeout' | 'window';
+import { DeadlineTimer } from '../util/clock.ts';
 
 /**
  * Stand-in used only to DECIDE the exit behavior of a process whose exit code is unknown (adopted):
@@ -69,168 +63,60 @@ export type StopIntent = 'disable' | 'remove' | 'replace' | 'timeout' | 'window'
 export const UNKNOWN_EXIT_CODE = -256;
 export const ADOPTED_EXIT_ERROR = 'exit code unavailable: process was adopted after a daemon restart';
 
-export interface Clock {
-  now(): number;
-  setTimeout(callback: () => void, ms: number): unknown;
-  clearTimeout(handle: unknown): void;
-}
+export type { Clock } from '../util/clock.ts';
+// The lifecycle's types (states, the running process, the host port), where they were always imported from.
+export type * from './lifecycle-host.ts';
 
-/** What the host prepares for a spawn: env (with the injected SVC_* variables), output fd, OS user. */
-export interface PreparedSpawn {
-  env: Record<string, string>;
-  outputFd: number;
-  /** The execution user; undefined = the daemon's own user. */
-  user?: OsIdentity | undefined;
-  /** cgroup.procs files for a runner that places the child itself (resource_limit). */
-  cgroupProcs?: readonly string[] | undefined;
-}
-
-export interface RunningProcess {
-  pid: number;
-  processUuid: string;
-  startedAt: number;
-  /** Field 22 of /proc/<pid>/stat (0 when unknown, e.g. with a fake runner). */
-  startTicks: number;
-  /** Not our child (re-attached after a daemon restart, or adopted by `pid`): its exit is polled. */
-  adopted: boolean;
-  /**
-   * Started by an earlier daemon and held by the native spawner: re-attached like an adopted
-   * process, but its exit (and real exit code) comes from the spawner, not from a poll.
-   */
-  reattached?: boolean;
-  /** Adopted by the definition's `pid`: started outside svc, so its output is not captured. */
-  external?: boolean;
-  /** Signal the pid alone on stop (always for an external process: svc did not create its group). */
-  signalPidOnly?: boolean;
-  /** OS user name the process runs as (`pid_user`), when svc started it. */
-  user?: string;
-}
-
-export interface Transient {
-  lifecycleSeconds: number;
-  /** Epoch ms after which a running process is stopped (deliberate). */
-  timeoutAt: number | undefined;
-}
-
-/** Everything the lifecycle needs from outside: ports (runner, clock) and per-concern hooks. */
-export interface LifecycleHost {
-  readonly runner: ProcessRunner;
-  readonly clock: Clock;
-  readonly stopGraceMs: number;
-  emit(event: SupervisorEvent): void;
-  /** Build the spawn request pieces: env (with the injected SVC_* variables) and the output fd. */
-  prepareSpawn(app: AppLifecycle, processUuid: string): PreparedSpawn;
-  /** Called right after a process was spawned (cgroups, snapshot, health tracking). */
-  started(app: AppLifecycle, process: RunningProcess): void;
-  /** Called after an exit was recorded and EXIT was published. */
-  exited(app: AppLifecycle, process: RunningProcess, exitCode: number | undefined): void;
-  /** Why the process ended when svc knows better than its exit code (e.g. an OOM kill), before EXIT. */
-  exitError?(app: AppLifecycle, process: RunningProcess): string | undefined;
-  /** Runtime state changed in a way the snapshot should capture. */
-  changed(app: AppLifecycle): void;
-  /**
-   * Signal an external (adopted by `pid`) process, alone, if it is still the process adopted and
-   * still may be (privilege/adoption.ts); one that may not is let go and reported as exited.
-   */
-  signalExternal(app: AppLifecycle, process: RunningProcess, signal: NodeJS.Signals): void;
-  /** The exit behavior `remove`, or a transient app's lifecycle ended: remove the app. */
-  requestRemoval(app: AppLifecycle): void;
-  /**
-   * Why the app may not start now: the unmet `depends_on` names (it waits), or an error (it stays
-   * stopped, `last_error` says why); undefined when it may start.
-   */
-  startBlocker(app: AppLifecycle): { waitingFor: string[] } | { error: string } | undefined;
-}
-
-export interface Runtime {
-  starts: number;
-  lastStartAt: number | undefined;
-  lastExitAt: number | undefined;
-  returnCode: number | undefined;
-  lastError: string | undefined;
-  /** Recent process uuids, newest first (to tell a superseded process key from an unknown one). */
-  uuids: string[];
-}
-
-const KEPT_UUIDS = 8;
-
-export class AppLifecycle {
-  def: AppDefinition;
-  state: AppState = 'stopped';
-  process: RunningProcess | undefined;
-  readonly runtime: Runtime = {
-    starts: 0,
-    lastStartAt: undefined,
-    lastExitAt: undefined,
-    returnCode: undefined,
-    lastError: undefined,
-    uuids: [],
-  };
-  /** Non-periodic apps: whether the app should be running (cleared by a standby exit). */
-  wantRun = true;
-  transient: Transient | undefined;
-  /** Result of the last health_check_cmd run while running; undefined = use liveness. */
-  checkedHealth: 0 | 1 | undefined;
-  /** Why the last process was stopped on purpose; undefined when it exited on its own. */
-  lastStop: StopIntent | undefined;
-  /** Last published health. */
-  health: 0 | 1 = 0;
-  /** The unmet `depends_on` names while the state is `waiting`. */
-  waitingFor: string[] | undefined;
-  /** Last seen process exit was abnormal (non-zero, signal, spawn failure, unknown). */
-  #crashed = false;
-  #crash: CrashState = INITIAL_CRASH_STATE;
+export class AppLifecycle extends AppRecord {
   #stopIntent: StopIntent | undefined;
   #stopWaiters: (() => void)[] = [];
-  #timer: unknown;
-  #timerAt: number | undefined;
+  /** The one timer: the earliest instant the current state cares about (#deadline). */
+  readonly #timer: DeadlineTimer;
   /** When the current state's deadline falls (next start, backoff end, kill, removal...). */
   #dueAt: number | undefined;
-  readonly #host: LifecycleHost;
   #detached = false;
 
   constructor(def: AppDefinition, host: LifecycleHost) {
-    this.def = def;
-    this.#host = host;
-  }
-
-  get name(): string {
-    return this.def.name;
+    super(def, host);
+    this.#timer = new DeadlineTimer(host.clock, () => this.#wake());
   }
 
   /** Next automatic start (epoch ms) while scheduled or backing off. */
   get nextStartAt(): number | undefined {
-    return this.state === 'scheduled' || this.state === 'backoff' ? this.#dueAt : undefined;
+    return this.f.state === 'scheduled' || this.f.state === 'backoff' ? this.#dueAt : undefined;
   }
 
   /** (Re)decide what to do now: start, schedule, or rest. Safe to call in any state. */
   decide(): void {
-    if (this.state === 'removed' || this.state === 'stopping' || this.#detached) return;
-    if (this.process !== undefined) {
+    if (this.f.state === 'removed' || this.f.state === 'stopping' || this.#detached) return;
+    if (this.f.process !== undefined) {
       this.#arm();
       return;
     }
-    const now = this.#host.clock.now();
-    if (!this.def.enabled) {
+    const now = this.host.clock.now();
+    if (!this.f.def.enabled) {
       this.#setState('disabled', undefined);
       return;
     }
-    if (this.transient !== undefined && this.runtime.starts > 0) {
+    if (this.f.transient !== undefined && this.f.runtime.starts > 0) {
       // A transient run happens once; after it the app only waits for its removal.
-      this.#setState('stopped', (this.runtime.lastExitAt ?? now) + this.transient.lifecycleSeconds * 1000);
+      this.#setState(
+        'stopped',
+        (this.f.runtime.lastExitAt ?? now) + this.f.transient.lifecycleSeconds * 1000,
+      );
       return;
     }
-    const periodic = isPeriodic(this.def);
-    if (!periodic && !this.wantRun) {
+    const periodic = isPeriodic(this.f.def);
+    if (!periodic && !this.f.wantRun) {
       this.#setState('stopped', undefined);
       return;
     }
     const history =
-      periodic && this.runtime.lastStartAt !== undefined ? { lastStartAt: this.runtime.lastStartAt } : {};
-    const at = nextStartTime(this.def, history, now);
+      periodic && this.f.runtime.lastStartAt !== undefined ? { lastStartAt: this.f.runtime.lastStartAt } : {};
+    const at = nextStartTime(this.f.def, history, now);
     if (at === undefined) {
       this.#setState('stopped', undefined);
-    } else if (at <= now && inWindow(this.def, now)) {
+    } else if (at <= now && inWindow(this.f.def, now)) {
       this.start();
     } else {
       this.#setState('scheduled', Math.max(at, now));
@@ -239,27 +125,25 @@ export class AppLifecycle {
 
   /** Spawn a process now, unless `depends_on` is unmet (then wait) or the app cannot run. */
   start(): void {
-    const host = this.#host;
+    const host = this.host;
     const now = host.clock.now();
     const blocker = host.startBlocker(this);
     if (blocker !== undefined && 'waitingFor' in blocker) {
-      this.waitingFor = blocker.waitingFor;
+      this.f.waitingFor = blocker.waitingFor;
       this.#setState('waiting', undefined);
       return;
     }
-    this.waitingFor = undefined;
+    this.f.waitingFor = undefined;
     if (blocker !== undefined) {
-      this.runtime.lastError = blocker.error;
-      this.wantRun = false;
+      this.f.runtime.lastError = blocker.error;
+      this.f.wantRun = false;
       this.#setState('stopped', undefined);
       host.changed(this);
       return;
     }
     const processUuid = randomUUID();
     this.#setState('starting', undefined);
-    this.runtime.uuids = [processUuid, ...this.runtime.uuids].slice(0, KEPT_UUIDS);
-    this.runtime.starts++;
-    this.runtime.lastStartAt = now;
+    this.recordStart(processUuid, now);
     let prepared: PreparedSpawn;
     try {
       prepared = host.prepareSpawn(this, processUuid);
@@ -271,24 +155,7 @@ export class AppLifecycle {
       );
       return;
     }
-    const metadata = this.def.metadata;
-    const spawned = host.runner.spawn({
-      command: this.def.command,
-      shell: this.def.shell,
-      login: this.def.session_login,
-      cwd: this.def.working_dir,
-      env: prepared.env,
-      stdin:
-        metadata === undefined
-          ? undefined
-          : typeof metadata === 'string'
-            ? metadata
-            : JSON.stringify(metadata),
-      outputFd: prepared.outputFd,
-      user: prepared.user,
-      identity: { app: this.name, processUuid },
-      cgroupProcs: prepared.cgroupProcs,
-    });
+    const spawned = host.runner.spawn(spawnRequestOf(this.f.def, prepared, processUuid));
     const process: RunningProcess = {
       pid: spawned.pid,
       processUuid,
@@ -298,7 +165,7 @@ export class AppLifecycle {
       ...(prepared.user === undefined ? {} : { user: prepared.user.user }),
     };
     if (spawned.pid > 0) {
-      this.process = process;
+      this.f.process = process;
       this.#setState('running', undefined);
       host.emit({ type: 'START', app: this.name, pid: spawned.pid, processUuid });
       host.started(this, process);
@@ -311,7 +178,7 @@ export class AppLifecycle {
 
   /** Take over a process that outlived the previous daemon; its exit is reported by `adoptedExited`. */
   adopt(process: RunningProcess): void {
-    this.process = process;
+    this.f.process = process;
     this.#setState('running', undefined);
   }
 
@@ -333,12 +200,8 @@ export class AppLifecycle {
    * published one. A start happens only when the app wants to run, hence `wantRun`.
    */
   adoptOrphan(process: RunningProcess, startRecorded: boolean, held?: SpawnedProcess): void {
-    if (!startRecorded) {
-      this.runtime.uuids = [process.processUuid, ...this.runtime.uuids].slice(0, KEPT_UUIDS);
-      this.runtime.starts++;
-      this.runtime.lastStartAt = process.startedAt;
-    }
-    this.wantRun = true;
+    if (!startRecorded) this.recordStart(process.processUuid, process.startedAt);
+    this.f.wantRun = true;
     if (held === undefined) this.adopt(process);
     else this.adoptHeld(process, held);
   }
@@ -348,12 +211,10 @@ export class AppLifecycle {
    * spawn. START is published with a fresh process uuid; its exit is found by the supervisor's poll.
    */
   adoptExternal(pid: number, startTicks: number): RunningProcess {
-    const host = this.#host;
+    const host = this.host;
     const now = host.clock.now();
     const processUuid = randomUUID();
-    this.runtime.uuids = [processUuid, ...this.runtime.uuids].slice(0, KEPT_UUIDS);
-    this.runtime.starts++;
-    this.runtime.lastStartAt = now;
+    this.recordStart(processUuid, now);
     const process: RunningProcess = {
       pid,
       processUuid,
@@ -364,7 +225,7 @@ export class AppLifecycle {
       // svc did not create its process group: only the process itself is ever signalled.
       signalPidOnly: true,
     };
-    this.process = process;
+    this.f.process = process;
     this.#setState('running', undefined);
     host.emit({ type: 'START', app: this.name, pid, processUuid });
     host.started(this, process);
@@ -373,16 +234,16 @@ export class AppLifecycle {
 
   /** The supervisor's poll found that an adopted process is gone. */
   adoptedExited(): void {
-    const process = this.process;
+    const process = this.f.process;
     if (process === undefined || !process.adopted) return;
     this.#recordExit(process, undefined, ADOPTED_EXIT_ERROR);
   }
 
   /** Stop the running process on purpose; resolves once its exit is recorded. */
   stop(intent: StopIntent): Promise<void> {
-    const process = this.process;
+    const process = this.f.process;
     if (process === undefined) {
-      this.#clearTimer();
+      this.#timer.clear();
       return Promise.resolve();
     }
     // A stronger intent replaces a weaker one (remove beats disable beats window/timeout).
@@ -395,12 +256,12 @@ export class AppLifecycle {
       this.#stopIntent = intent;
     }
     const done = new Promise<void>((resolve) => this.#stopWaiters.push(resolve));
-    if (this.state !== 'stopping') {
+    if (this.f.state !== 'stopping') {
       const graceMs =
-        this.def.stop_grace_period === undefined
-          ? this.#host.stopGraceMs
-          : this.def.stop_grace_period.seconds * 1000;
-      this.#setState('stopping', this.#host.clock.now() + graceMs);
+        this.f.def.stop_grace_period === undefined
+          ? this.host.stopGraceMs
+          : this.f.def.stop_grace_period.seconds * 1000;
+      this.#setState('stopping', this.host.clock.now() + graceMs);
       this.#signal(process, 'SIGTERM');
     }
     return done;
@@ -408,8 +269,8 @@ export class AppLifecycle {
 
   /** Mark removed: no further transitions, timers cleared. */
   markRemoved(): void {
-    this.#clearTimer();
-    this.state = 'removed';
+    this.#timer.clear();
+    this.f.state = 'removed';
     this.#dueAt = undefined;
   }
 
@@ -419,57 +280,7 @@ export class AppLifecycle {
    */
   detach(): void {
     this.#detached = true;
-    this.#clearTimer();
-  }
-
-  /** Health: the check result while running with a health_check_cmd, else liveness. */
-  computeHealth(): 0 | 1 {
-    if (
-      this.state === 'running' &&
-      this.def.health_check_cmd !== undefined &&
-      this.checkedHealth !== undefined
-    ) {
-      return this.checkedHealth;
-    }
-    if (this.state === 'disabled' || this.state === 'removed') return 0;
-    // A system application that is not running is down: it always should be.
-    if (this.def.system && this.state !== 'running' && this.state !== 'starting') return 1;
-    // "Should be running but is not": waiting to restart after a crash, or left down by a crash.
-    if (this.state === 'backoff') return 1;
-    if (
-      (this.state === 'stopped' || this.state === 'scheduled') &&
-      this.#crashed &&
-      this.transient === undefined
-    )
-      return 1;
-    return 0;
-  }
-
-  /** Re-evaluate health and publish HEALTH when it changed. */
-  refreshHealth(): void {
-    const health = this.computeHealth();
-    if (health === this.health || this.state === 'removed') return;
-    const previousHealth = this.health;
-    this.health = health;
-    this.#host.emit({ type: 'HEALTH', app: this.name, health, previousHealth });
-  }
-
-  /** Restore runtime fields from the snapshot. */
-  restoreRuntime(runtime: Runtime, wantRun: boolean, crashed: boolean): void {
-    Object.assign(this.runtime, runtime);
-    this.wantRun = wantRun || this.def.system; // an older daemon's "left down" never holds for them
-    this.#crashed = crashed;
-  }
-
-  get crashed(): boolean {
-    return this.#crashed;
-  }
-
-  /** The app was (re)configured or enabled: forget crash history and run again. */
-  resetForRun(): void {
-    this.wantRun = true;
-    this.#crash = INITIAL_CRASH_STATE;
-    this.#crashed = false;
+    this.#timer.clear();
   }
 
   #recordExit(
@@ -478,21 +289,21 @@ export class AppLifecycle {
     error: string | undefined,
     exitedAt?: number,
   ): void {
-    if (this.state === 'removed' && this.process === undefined) return;
+    if (this.f.state === 'removed' && this.f.process === undefined) return;
     if (this.#detached) return;
-    const host = this.#host;
+    const host = this.host;
     const now = host.clock.now();
-    if (this.process === process) this.process = undefined;
+    if (this.f.process === process) this.f.process = undefined;
     const intent = this.#stopIntent;
     this.#stopIntent = undefined;
-    this.lastStop = intent;
+    this.f.lastStop = intent;
     if (intent === 'timeout') error ??= 'stopped: run timeout exceeded';
     error ??= host.exitError?.(this, process);
     // The spawner's reap time when it has one (an exit while no daemon ran is dated when it happened).
-    this.runtime.lastExitAt = exitedAt !== undefined && exitedAt > 0 && exitedAt <= now ? exitedAt : now;
-    this.runtime.returnCode = exitCode;
-    this.runtime.lastError = error;
-    this.checkedHealth = undefined;
+    this.f.runtime.lastExitAt = exitedAt !== undefined && exitedAt > 0 && exitedAt <= now ? exitedAt : now;
+    this.f.runtime.returnCode = exitCode;
+    this.f.runtime.lastError = error;
+    this.f.checkedHealth = undefined;
     const code = exitCode ?? UNKNOWN_EXIT_CODE;
     // A process stopped by the app's removal has no EXIT: REMOVED (published by the remover right
     // after) is what a waiter sees, "app removed" rather than the code of the kill.
@@ -512,33 +323,33 @@ export class AppLifecycle {
     this.#stopWaiters = [];
     if (intent !== undefined) {
       // Deliberate stop: no exit behavior. Whoever asked decides what comes next.
-      this.#crashed = false;
+      this.f.crashed = false;
       if (intent === 'disable') this.#setState('disabled', undefined);
       else if (intent === 'remove' || intent === 'replace') this.#setState('stopped', undefined);
       else {
         // timeout (transient: waits for removal) or window end (next window)
-        this.state = 'stopped';
+        this.f.state = 'stopped';
         this.decide();
       }
       for (const resolve of waiters) resolve();
       host.changed(this);
       return;
     }
-    if (this.state === 'removed') return;
+    if (this.f.state === 'removed') return;
 
-    this.#crashed = code !== 0 || this.def.system; // a system app exiting at all is a failure
-    const action = decideExitAction(this.def, code);
-    if (this.transient !== undefined || action === 'standby') {
-      if (!isPeriodic(this.def)) this.wantRun = false;
+    this.f.crashed = code !== 0 || this.f.def.system; // a system app exiting at all is a failure
+    const action = decideExitAction(this.f.def, code);
+    if (this.f.transient !== undefined || action === 'standby') {
+      if (!isPeriodic(this.f.def)) this.f.wantRun = false;
       this.decide();
     } else if (action === 'remove') {
-      this.#crashed = false; // removed next: no HEALTH flap on the way out
+      this.f.crashed = false; // removed next: no HEALTH flap on the way out
       this.#setState('stopped', undefined);
       host.requestRemoval(this);
     } else {
-      const { delayMs, state } = nextBackoff(this.#crash, now - process.startedAt, now);
-      this.#crash = state;
-      if (delayMs === 0 && this.def.enabled && inWindow(this.def, now)) this.start();
+      const { delayMs, state } = nextBackoff(this.f.crash, now - process.startedAt, now);
+      this.f.crash = state;
+      if (delayMs === 0 && this.f.def.enabled && inWindow(this.f.def, now)) this.start();
       else if (delayMs === 0) this.decide();
       else this.#setState('backoff', now + delayMs);
     }
@@ -550,13 +361,13 @@ export class AppLifecycle {
    * signalled alone, and only through the host's ownership check.
    */
   #signal(process: RunningProcess, signal: NodeJS.Signals): void {
-    if (process.external === true) this.#host.signalExternal(this, process, signal);
-    else if (process.signalPidOnly === true) this.#host.runner.kill(process.pid, signal);
-    else this.#host.runner.killGroup(process.pid, signal);
+    if (process.external === true) this.host.signalExternal(this, process, signal);
+    else if (process.signalPidOnly === true) this.host.runner.kill(process.pid, signal);
+    else this.host.runner.killGroup(process.pid, signal);
   }
 
   #setState(state: AppState, dueAt: number | undefined): void {
-    this.state = state;
+    this.f.state = state;
     this.#dueAt = dueAt;
     this.#arm();
     this.refreshHealth();
@@ -564,10 +375,10 @@ export class AppLifecycle {
 
   /** The one timer: the earliest instant the current state cares about. */
   #deadline(): number | undefined {
-    if (this.state === 'running') {
-      const now = this.#host.clock.now();
-      const end = windowEnd(this.def, now);
-      const timeout = this.transient?.timeoutAt;
+    if (this.f.state === 'running') {
+      const now = this.host.clock.now();
+      const end = windowEnd(this.f.def, now);
+      const timeout = this.f.transient?.timeoutAt;
       if (end === undefined) return timeout;
       return timeout === undefined ? end : Math.min(end, timeout);
     }
@@ -575,52 +386,37 @@ export class AppLifecycle {
   }
 
   #arm(): void {
-    const at = this.#deadline();
-    if (at === this.#timerAt && this.#timer !== undefined) return;
-    this.#clearTimer();
-    if (at === undefined) return;
-    const clock = this.#host.clock;
-    this.#timerAt = at;
-    // setTimeout holds at most 2^31-1 ms; a longer wait re-arms when it fires.
-    this.#timer = clock.setTimeout(() => this.#wake(), Math.min(Math.max(0, at - clock.now()), 2 ** 31 - 1));
-  }
-
-  #clearTimer(): void {
-    if (this.#timer !== undefined) this.#host.clock.clearTimeout(this.#timer);
-    this.#timer = undefined;
-    this.#timerAt = undefined;
+    this.#timer.arm(this.#deadline());
   }
 
   #wake(): void {
-    this.#timer = undefined;
-    this.#timerAt = undefined;
-    const now = this.#host.clock.now();
+    const now = this.host.clock.now();
     const due = this.#deadline();
     if (due !== undefined && due > now) {
       this.#arm();
       return;
     }
-    switch (this.state) {
+    switch (this.f.state) {
       case 'running': {
-        const timedOut = this.transient?.timeoutAt !== undefined && this.transient.timeoutAt <= now;
+        const timedOut = this.f.transient?.timeoutAt !== undefined && this.f.transient.timeoutAt <= now;
         void this.stop(timedOut ? 'timeout' : 'window');
         return;
       }
       case 'stopping':
-        if (this.process !== undefined) this.#signal(this.process, 'SIGKILL');
+        if (this.f.process !== undefined) this.#signal(this.f.process, 'SIGKILL');
         return;
       case 'backoff':
         this.#dueAt = undefined;
-        if (this.def.enabled && inWindow(this.def, now)) this.start();
+        if (this.f.def.enabled && inWindow(this.f.def, now)) this.start();
         else this.decide();
         return;
       case 'scheduled':
         this.#dueAt = undefined;
-        if (this.def.enabled && inWindow(this.def, now)) this.start();
+        if (this.f.def.enabled && inWindow(this.f.def, now)) this.start();
         else this.decide();
         return;
       case 'stopped':
-        if (this.transient !== undefined) this.#host.requestRemoval(this);
+        if (this.f.transient !== undefined) this.host.requestRemoval(this);
         return;
       default:
         return;

@@ -3,7 +3,7 @@
 // The snapshot is written without fsync and at most every 50 ms, so a daemon crash right after a
 // start can lose that process's entry. Such a process keeps running (its own process group,
 // detached) with the injected SVC_APPLICATION_NAME, SVC_PROCESS_UUID and SVC_PROCESS_KEY; the
-// supervisor scans /proc once at start-up and adopts the ones whose key verifies (supervisor.ts).
+// supervisor scans /proc once at start-up and adopts the ones whose key verifies (orphan-recovery.ts).
 //
 // Cost and bounds: one readdir of /proc (at most ORPHAN_SCAN_MAX_ENTRIES entries), one read of
 // /proc/<pid>/stat per process (threads are not listed; kernel threads and every process that

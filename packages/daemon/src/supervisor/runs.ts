@@ -8,10 +8,19 @@
 // - is stopped after `timeoutSeconds` (a deliberate stop; 0 = no timeout);
 // - is removed `lifecycleSeconds` after its exit (REMOVED published); syncrun removes it as soon
 //   as it has collected the output.
+//
+// transientDefinition is pure; startRun and syncRun install and follow the app through the
+// registry (registry.ts).
 import { randomBytes } from 'node:crypto';
 import { SvcError } from '@svc/protocol';
+import type { Logger } from '../log/logger.ts';
 import type { AppDefinition } from '../model/app-definition.ts';
 import { NAME_PATTERN, parseAppDefinition } from '../model/app-definition.ts';
+import { refuseReservedName } from './app-store.ts';
+import type { AppLifecycle } from './lifecycle.ts';
+import type { OutputStore } from './output-store.ts';
+import type { AppRegistry } from './registry.ts';
+import type { RunOptions } from './types.ts';
 
 /** Seconds a finished run's app is kept when the caller gives no (or a negative) lifecycle. */
 export const DEFAULT_RUN_LIFECYCLE_SECONDS = 60;
@@ -81,4 +90,92 @@ export function transientDefinition(
   def.behavior = { exit: 'standby', exit_code_actions: {} };
   def.owner_principal_id = owner;
   return def;
+}
+
+export interface RunContext {
+  registry: AppRegistry;
+  output: Pick<OutputStore, 'read'>;
+  now: () => number;
+  logger: Logger;
+}
+
+/** Start the transient app of a run (`sync`: syncrun); resolves once it started and its definition is durable. */
+export async function startRun(
+  context: RunContext,
+  input: unknown,
+  options: RunOptions,
+  owner: string,
+  sync: boolean,
+): Promise<AppLifecycle> {
+  const { registry } = context;
+  const t = context.now();
+  const def = transientDefinition(input, (name) => registry.apps.get(name)?.def, owner, t);
+  refuseReservedName(def.name);
+  const lifecycle =
+    Number.isFinite(options.lifecycleSeconds) && options.lifecycleSeconds >= 0
+      ? options.lifecycleSeconds
+      : DEFAULT_RUN_LIFECYCLE_SECONDS;
+  let timeout =
+    Number.isFinite(options.timeoutSeconds) && options.timeoutSeconds > 0 ? options.timeoutSeconds : 0;
+  if (sync && timeout === 0) timeout = DEFAULT_SYNC_RUN_TIMEOUT_SECONDS;
+  const transient = { lifecycleSeconds: lifecycle, timeoutAt: timeout > 0 ? t + timeout * 1000 : undefined };
+  // As in register: the durable write runs while the process is spawned, the call returns after
+  // both, and a failed write undoes the start. Not for syncrun: it subscribes to the app's exit
+  // only once this returns, and a process that exited meanwhile would already be on its way out
+  // (its transient lifetime starts at the exit), output files and all.
+  return registry.serial(def.name, () =>
+    registry.install({ def, source: 'local', transient, saveFirst: sync }, undefined),
+  );
+}
+
+/** syncrun: run to completion (or timeout), collect all output and the exit code, remove the app. */
+export async function syncRun(
+  context: RunContext,
+  input: unknown,
+  options: RunOptions,
+  owner: string,
+): Promise<{ output: Buffer; exitCode: number | undefined }> {
+  const { registry } = context;
+  const app = await startRun(context, input, options, owner, true);
+  const processUuid = app.runtime.uuids[0];
+  let exitCode: number | undefined;
+  await new Promise<void>((resolve) => {
+    const off = registry.onEvent((event) => {
+      if (event.app !== app.name) return;
+      if (event.type === 'EXIT' && event.processUuid === processUuid) {
+        exitCode = event.exitCode;
+        off();
+        resolve();
+      } else if (event.type === 'REMOVED') {
+        off();
+        resolve();
+      }
+    });
+    if (app.process === undefined && app.runtime.lastExitAt !== undefined) {
+      // Already exited (spawn failure reported before we subscribed).
+      exitCode = app.runtime.returnCode;
+      off();
+      resolve();
+    }
+  });
+  // A timeout is a deliberate stop by the lifecycle; it is reported as "no exit code".
+  const timedOut = app.lastStop === 'timeout';
+  const chunks: Buffer[] = [];
+  let position = 0;
+  for (;;) {
+    const chunk = await context.output.read(app.name, {
+      position,
+      index: 0,
+      maxSize: undefined,
+      processUuid,
+      timeoutMs: 0,
+    });
+    if (chunk.output.length === 0) break;
+    chunks.push(chunk.output);
+    position = chunk.position;
+  }
+  await registry
+    .serial(app.name, () => registry.removeNow(app))
+    .catch((error: unknown) => context.logger.error('syncrun cleanup failed', { app: app.name, error }));
+  return { output: Buffer.concat(chunks), exitCode: timedOut ? undefined : exitCode };
 }

@@ -13,6 +13,7 @@ import { randomBytes } from 'node:crypto';
 import { readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
 import type { Logger } from '../log/logger.ts';
+import type { Runtime } from './lifecycle-host.ts';
 import type { OutputFileInfo } from './output-store.ts';
 
 export interface SnapshotProcess {
@@ -29,14 +30,8 @@ export interface SnapshotProcess {
   signalPidOnly?: boolean;
 }
 
-export interface SnapshotApp {
-  starts: number;
-  lastStartAt: number | undefined;
-  lastExitAt: number | undefined;
-  returnCode: number | undefined;
-  lastError: string | undefined;
-  /** Most recent process uuids, newest first (process keys of superseded processes). */
-  uuids: string[];
+/** An app's runtime fields (lifecycle-host.ts Runtime: starts, times, last error, recent uuids) and more. */
+export interface SnapshotApp extends Runtime {
   /** Non-periodic app that should be running (false after a standby exit). */
   wantRun: boolean;
   /** The last exit was abnormal (liveness health). */

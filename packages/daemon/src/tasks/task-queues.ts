@@ -10,6 +10,7 @@
 // task_cancelled when the worker process exits).
 import { randomUUID } from 'node:crypto';
 import { SvcError } from '@svc/protocol';
+import { realClock } from '../util/clock.ts';
 
 export interface TaskClock {
   now(): number;
@@ -104,17 +105,7 @@ export interface CurrentTask {
   readonly task_status: 'queued' | 'fetched';
 }
 
-export const realTaskClock: TaskClock = {
-  now: () => Date.now(),
-  setTimeout(callback, ms) {
-    const timer = setTimeout(callback, ms);
-    timer.unref();
-    return timer;
-  },
-  clearTimeout(handle) {
-    clearTimeout(handle as NodeJS.Timeout);
-  },
-};
+export const realTaskClock: TaskClock = realClock(() => Date.now());
 
 export class TaskQueues {
   readonly capacity: number;

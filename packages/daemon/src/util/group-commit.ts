@@ -9,7 +9,7 @@
 // and every value that arrives meanwhile replaces the waiting one (last wins); each caller is
 // answered when a write of its value or of a later value of that key is durable. An error of an
 // apply goes to the callers of that write alone; an error of a sync to every write it covered.
-// Pure logic: the I/O is passed in (real files in supervisor/app-store.ts, fakes in the tests).
+// Pure logic: the I/O is passed in (real files in util/dir-files.ts and util/journaled-dir.ts, fakes in the tests).
 
 export interface GroupCommitIo<V> {
   /** Make `value` the visible state of `key` (not yet durable). Called at most once per key at a time. */

@@ -1,7 +1,7 @@
 // A small write-ahead log: one preallocated file whose blocks are overwritten in place with O_DSYNC,
 // so a durable append costs one write and no file-system journal commit (the size and the blocks
 // never change). Concurrent appends are group-committed: while one write runs, later appends wait
-// and go out together in the next single write. Used by supervisor/app-store.ts so that an
+// and go out together in the next single write. Used by util/journaled-dir.ts (work/apps) so that an
 // acknowledged definition is durable after one write, the YAML file being made durable after the
 // answer (and replayed from here after a crash).
 //

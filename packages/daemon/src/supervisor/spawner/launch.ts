@@ -13,7 +13,9 @@ import { closeSync, mkdirSync, openSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from '../../log/logger.ts';
 import { UserSwitch } from '../../privilege/user-switch.ts';
+import { createProcessRunner, type ProcessRunner } from '../process-runner.ts';
 import { SpawnerConnection } from './connection.ts';
+import { createSpawnerRunner } from './spawner-runner.ts';
 
 export type SpawnerMode = 'native' | 'inprocess' | 'auto';
 
@@ -170,4 +172,30 @@ export async function chooseSpawner(
   if (mode === 'native') throw new Error(`${problem} (SVC_SPAWNER=native)`);
   logger.warn(`processes are spawned in-process: ${problem}`);
   return { connection: undefined, binary: undefined, reason: problem };
+}
+
+/**
+ * The runner svcd spawns with: svc-spawner where it can run (`mode`), else Node's child_process
+ * (`reason` says why). `flushSnapshot`: an exit is acknowledged (and forgotten by the spawner) once
+ * the snapshot records it.
+ */
+export async function createRunner(
+  mode: SpawnerMode,
+  paths: SpawnerPaths,
+  users: UserSwitch,
+  flushSnapshot: () => Promise<void>,
+  logger: Logger,
+): Promise<{ runner: ProcessRunner; reason: string | undefined }> {
+  const choice = await chooseSpawner(mode, paths, logger);
+  const binary = choice.binary;
+  if (choice.connection === undefined || binary === undefined)
+    return { runner: createProcessRunner(users), reason: choice.reason };
+  const runner = createSpawnerRunner({
+    connection: choice.connection,
+    reconnect: () => connectSpawner(binary, paths.runDir),
+    inProcess: createProcessRunner(users),
+    beforeAcknowledge: flushSnapshot,
+    logger,
+  });
+  return { runner, reason: choice.reason };
 }
