@@ -113,7 +113,7 @@ function operationEntry(op: Operation<unknown>, schemas: SchemaCollector): Json 
   if (body?.kind === 'json')
     entry['requestBody'] = {
       required: true,
-      content: { 'application/json': { schema: schemas.convert(body.doc ?? body.schema, 'input') } },
+      content: { 'application/json': { schema: schemas.convert(body.schema, 'input') } },
     };
   else if (body?.kind === 'raw')
     entry['requestBody'] = {

@@ -1,94 +1,44 @@
-// Wire shapes of request and response bodies, as zod schemas. They are the operations' declared
-// schemas (api/types.ts) and, exported with z.toJSONSchema, the components of spec/openapi.json.
-// Validation of an application definition stays in model/app-definition.ts (parseAppDefinition,
-// run by the supervisor with the definition it replaces); AppDefinition here describes that input
-// for other languages, and test/api/schemas.test.ts keeps its field list equal to the model's.
+// Wire shapes of request and response bodies, as zod schemas: the operations' declared schemas
+// (api/types.ts), which validate what they take, and, exported with z.toJSONSchema, the components of
+// spec/openapi.json. One schema per shape: the application definition and the run body are the
+// model's own (model/app-definition/schema.ts), which parseAppDefinition validates with too.
 import { ERROR_CODES, PERMISSIONS, type Permission } from '@svc/protocol';
 import * as z from 'zod';
 import { EXECUTION_USER_PATTERN } from '../auth/policy-store.ts';
-import { configSchema } from '../config/config-schema.ts';
-import { EXIT_ACTIONS } from '../model/app-definition.ts';
+import { configSchema, configUpdateSchema } from '../config/config-schema.ts';
+import {
+  AppDefinitionSchema,
+  LIMITS,
+  RunDefinitionSchema,
+  definitionProblems,
+} from '../model/app-definition.ts';
+import { APP_VIEW_FIELDS } from '../model/app-definition/view.ts';
 import { ClusterTaskSchema, HostTopologySchema, NodeReportSchema } from '../cluster/records.ts';
+import type { BodySpec } from './types.ts';
 
 const NAME = '^[A-Za-z0-9_.-]{1,128}$';
 
-const duration = z
-  .union([z.number().int().min(0), z.string()])
-  .meta({ description: 'whole seconds, or an ISO 8601 duration such as PT5M or P2DT12H' });
-const instant = z
-  .union([z.number(), z.string()])
-  .meta({ description: 'epoch seconds or ISO 8601 date-time; answers give ISO 8601 UTC' });
-const stringMap = z.record(z.string(), z.string());
+/** PUT /svc/app/{name}: an application definition (the path names it). */
+export const AppDefinition = AppDefinitionSchema;
 
-const timeOfDay = z.union([z.string(), z.number()]).meta({ description: 'HH:MM[:SS] or seconds of the day' });
+/** POST /svc/app/run and /svc/app/syncrun: a new command, or a copy of a registered application. */
+export const RunDefinition = RunDefinitionSchema;
 
-const appFields = {
-  name: z.string().regex(new RegExp(NAME)).meta({ description: 'unique name; equals the path name' }),
-  description: z.string().optional(),
-  command: z.string().min(1).meta({ description: 'command line (multi-line only with shell: true)' }),
-  shell: z.boolean().optional().meta({ description: 'run through /bin/sh -c' }),
-  session_login: z.boolean().optional().meta({ description: 'run as a login session of the execution user' }),
-  working_dir: z.string().optional().meta({ description: 'absolute path' }),
-  env: stringMap.optional(),
-  secret_env: stringMap.optional().meta({
-    description: 'secret variables: encrypted at rest, shown as ******; sending ****** back keeps a value',
-  }),
-  metadata: z.unknown().optional().meta({ description: "written to the process's stdin" }),
-  enabled: z.boolean().optional(),
-  health_check_cmd: z.string().optional(),
-  stdout_backup_count: z.number().int().min(0).optional().meta({ description: 'older output files kept' }),
-  start_time: instant.optional(),
-  end_time: instant.optional(),
-  interval: duration.optional().meta({ description: 'seconds between starts, or an ISO 8601 duration' }),
-  cron_schedule: z
-    .string()
-    .optional()
-    .meta({ description: 'a cron expression; its presence means a cron schedule' }),
-  daily_limitation: z.object({ daily_start: timeOfDay, daily_end: timeOfDay }).optional(),
-  stop_grace_period: duration.optional(),
-  depends_on: z
-    .array(z.string().regex(new RegExp(NAME)))
-    .optional()
-    .meta({ description: 'applications that must be registered, enabled, running and healthy first' }),
-  resource_limit: z
-    .object({
-      cpu_shares: z.number().int().optional(),
-      memory_mb: z.number().int().min(1).optional(),
-      memory_virt_mb: z.number().int().min(1).optional(),
-    })
-    .optional(),
-  behavior: z
-    .object({
-      exit: z.enum(EXIT_ACTIONS).optional(),
-      exit_code_actions: z.record(z.string(), z.enum(EXIT_ACTIONS)).optional(),
-    })
-    .optional(),
-  permission: z
-    .union([z.number().int().min(0).max(99), z.string()])
-    .optional()
-    .meta({
-      description: 'two digits; the tens digit is what other principals may do: 1 deny, 2 read, 3 write',
-    }),
-  pid: z.number().int().optional().meta({ description: 'adopt this running process' }),
-  docker_image: z
-    .string()
-    .optional()
-    .meta({ description: 'reported unsupported without a container runtime' }),
-  owner_principal_id: z.string().optional().meta({ description: 'server-set: the registering principal' }),
-  system: z.boolean().optional().meta({ description: 'server-set: a bundled system application' }),
-  register_time: instant.optional().meta({ description: 'server-set' }),
-};
-
-/** PUT /svc/app/{name} body. Unknown fields are refused; runtime fields of AppView are ignored. */
-export const AppDefinition = z.object(appFields).meta({ id: 'AppDefinition' });
-
-/** The fields AppDefinition documents (compared with the model's in a test). */
-export const APP_DEFINITION_DOC_FIELDS: readonly string[] = Object.keys(appFields);
+/** The body of an operation that takes a definition: refused as invalid_app with the model's messages. */
+export function definitionBody<T extends z.ZodType>(schema: T) {
+  return {
+    kind: 'json',
+    schema,
+    errorCode: 'invalid_app',
+    describeIssues: definitionProblems,
+    maxBytes: LIMITS.definitionBodyBytes,
+  } as const satisfies BodySpec;
+}
 
 /** An application as GET returns it: the definition plus runtime fields. */
 export const AppView = z
   .looseObject({
-    ...appFields,
+    ...APP_VIEW_FIELDS,
     state: z.string().optional(),
     pid_user: z.string().optional(),
     process_uuid: z.string().optional(),
@@ -100,9 +50,9 @@ export const AppView = z
     pstree: z.string().optional(),
     processes: z.number().int().optional(),
     starts: z.number().int().optional(),
-    last_start_time: instant.optional(),
-    last_exit_time: instant.optional(),
-    next_start_time: instant.optional(),
+    last_start_time: z.number().int().optional().meta({ description: 'epoch seconds' }),
+    last_exit_time: z.number().int().optional().meta({ description: 'epoch seconds' }),
+    next_start_time: z.number().int().optional().meta({ description: 'epoch seconds' }),
     last_error: z.string().optional(),
     waiting_for: z.unknown().optional().meta({ description: 'the unmet depends_on' }),
     stdout_file_count: z.number().int().optional(),
@@ -140,18 +90,40 @@ export const AppRemoved = z.object({ name: z.string(), removed: z.literal(true) 
 
 // ---- cluster (spec: "Cluster registry records"; spec/contract.md §9) ---------------------------
 
-/** PUT /svc/cluster/app/{name} body: a cluster task (`content` is an application definition). */
-export const ClusterTask = ClusterTaskSchema.extend({
+const clusterTaskFields = ClusterTaskSchema.extend({
   content: z.record(z.string(), z.unknown()).meta({
-    description: 'the application definition each replica runs; its name, if given, equals the path name',
+    description:
+      'the application definition each replica runs (an AppDefinition; the owner is added by the server); its name, if given, equals the path name',
   }),
-}).meta({ id: 'ClusterTask' });
+});
+
+/** Labels a node selector may name. */
+const MAX_CONDITIONS = 64;
+
+/** PUT /svc/cluster/app/{name} body: a cluster task (its `content` is validated as a definition). */
+export const ClusterTask = clusterTaskFields
+  .strict()
+  .superRefine((task, context) => {
+    const entries = Object.entries(task.condition);
+    if (entries.length > MAX_CONDITIONS)
+      context.addIssue({ code: 'custom', path: ['condition'], message: `at most ${MAX_CONDITIONS} entries` });
+    for (const [key, value] of entries)
+      if (key.length === 0 || key.length > 128 || value.length > 256)
+        context.addIssue({
+          code: 'custom',
+          path: ['condition'],
+          message: 'label names are 1-128 characters, values at most 256',
+        });
+  })
+  .meta({ id: 'ClusterTask' });
 /** A task as the API shows it: the stored task plus where it runs now. */
-export const ClusterTaskView = ClusterTask.extend({
-  placements: z
-    .array(z.object({ host: z.string(), schedule_time: z.string() }))
-    .meta({ description: 'the hosts whose topology names the task, with the time of the placement' }),
-}).meta({ id: 'ClusterTaskView' });
+export const ClusterTaskView = clusterTaskFields
+  .extend({
+    placements: z
+      .array(z.object({ host: z.string(), schedule_time: z.string() }))
+      .meta({ description: 'the hosts whose topology names the task, with the time of the placement' }),
+  })
+  .meta({ id: 'ClusterTaskView' });
 export const ClusterTaskMap = z.record(z.string(), ClusterTaskView).meta({ id: 'ClusterTaskMap' });
 export const ClusterNodeMap = z
   .record(z.string(), NodeReportSchema)
@@ -159,13 +131,6 @@ export const ClusterNodeMap = z
 export const ClusterTopology = z.record(z.string(), HostTopologySchema).meta({
   id: 'ClusterTopology',
   description: 'host name -> the entries [{app, schedule_time}] placed there',
-});
-
-/** POST /svc/app/run and /svc/app/syncrun body: a definition, or `{name}` to run a copy. */
-export const RunDefinition = z.record(z.string(), z.unknown()).meta({
-  id: 'RunDefinition',
-  description:
-    'an AppDefinition with `command` (name optional, default "run"), or {"name": "<app>"} to run a copy of a registered application',
 });
 
 export const RunStarted = z.object({ name: z.string(), process_uuid: z.string() }).meta({ id: 'RunStarted' });
@@ -250,13 +215,11 @@ export const ConfigUpdated = Config.extend({
   restart_required: z.array(z.string()).meta({ description: 'accepted keys that apply at the next start' }),
 });
 
-/** POST /svc/config: a partial sectioned document (validated by the config store, which names the key). */
-export const ConfigUpdate = z
-  .record(z.string(), z.unknown(), { error: 'the configuration must be a JSON object' })
-  .meta({
-    id: 'ConfigUpdate',
-    description: 'a partial sectioned configuration, for example {"BaseConfig": {"LogLevel": "DEBUG"}}',
-  });
+/** POST /svc/config: a partial sectioned document, validated as the config store does. */
+export const ConfigUpdate = configUpdateSchema.meta({
+  id: 'ConfigUpdate',
+  description: 'a partial sectioned configuration, for example {"BaseConfig": {"LogLevel": "DEBUG"}}',
+});
 
 export const Resources = z
   .object({

@@ -133,13 +133,16 @@ export type Access = AccessRule;
 
 /** How an operation takes its request body. */
 export type BodySpec =
-  /** A JSON document, parsed then validated by `schema`; a refusal is 400 with `errorCode`. */
+  /**
+   * A JSON document, parsed then validated by `schema`, which is also what the OpenAPI document
+   * shows; a refusal is 400 with `errorCode`.
+   */
   | {
       readonly kind: 'json';
       readonly schema: z.ZodType;
-      /** What the spec shows when `schema` only pre-checks and a deeper validator runs later. */
-      readonly doc?: z.ZodType;
       readonly errorCode?: 'bad_request' | 'invalid_app';
+      /** The refusal's message from zod's issues (default: "<dotted path>: <message>", joined by "; "). */
+      readonly describeIssues?: (issues: readonly z.core.$ZodIssue[]) => string;
       /**
        * The largest body the operation reads, when smaller than `REST.Limits.MaxBodyBytes`: a REST
        * request announcing more is answered 413 from its head, a TCP/WSS one 413 unparsed.

@@ -29,6 +29,9 @@ export function validateQuery(
 export function validateBody(spec: BodySpec & { kind: 'json' }, json: unknown): unknown {
   const result = spec.schema.safeParse(json);
   if (!result.success)
-    throw new SvcError(spec.errorCode ?? 'bad_request', describeIssues(result.error.issues));
+    throw new SvcError(
+      spec.errorCode ?? 'bad_request',
+      (spec.describeIssues ?? describeIssues)(result.error.issues),
+    );
   return result.data;
 }

@@ -306,9 +306,38 @@ export class ConfigDocumentError extends Error {
 }
 
 function firstIssue(error: z.ZodError): ConfigDocumentError {
-  const issue = error.issues[0]!;
+  return issueError(error.issues[0]!);
+}
+
+function issueError(issue: z.core.$ZodIssue): ConfigDocumentError {
   const keys = issue.code === 'unrecognized_keys' ? ` (${issue.keys.join(', ')})` : '';
   return new ConfigDocumentError(issue.path.join('.') || '(root)', issue.message + keys);
+}
+
+/**
+ * A POST /svc/config body, and what the host config store validates a change with: a sectioned
+ * document (configSchema); a body that is no object, or of the flat shape of files, is refused as a
+ * whole.
+ */
+export const configUpdateSchema = z.preprocess((raw, context) => {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
+    context.addIssue({ code: 'custom', message: 'configuration must be a JSON object of sections' });
+  else if (isFlatDocument(raw as Record<string, unknown>))
+    context.addIssue({
+      code: 'custom',
+      message:
+        'the flat configuration shape is not accepted; send sections, e.g. {"BaseConfig": {"LogLevel": "DEBUG"}} (BaseConfig, REST, Auth, Registry, Labels)',
+    });
+  return raw;
+}, configSchema);
+
+/** The refusal of a change: its first problem, "<dotted path>: <problem>" (at most 512 characters). */
+export function configProblem(issues: readonly z.core.$ZodIssue[]): string {
+  const issue = issues[0];
+  if (issue === undefined) return 'invalid configuration';
+  if (issue.code === 'custom' && issue.path.length === 0) return issue.message; // the body as a whole
+  const { path, problem } = issueError(issue);
+  return `${path}: ${problem}`.slice(0, 512);
 }
 
 /** True when the document uses the earlier flat keys (every top-level key lower-case). */

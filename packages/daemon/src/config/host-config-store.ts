@@ -15,11 +15,10 @@ import { writeFileAtomic } from '../util/atomic-file.ts';
 import { readConfigFile, type DaemonConfig } from './config.ts';
 import { clusterConfigOf } from './registry-config.ts';
 import {
-  ConfigDocumentError,
-  isFlatDocument,
+  configProblem,
+  configUpdateSchema,
   keysOf,
   mergeConfigDocuments,
-  parseConfigDocument,
   type ConfigDocument,
   type ConfigLogLevel,
 } from './config-schema.ts';
@@ -191,21 +190,9 @@ export class HostConfigStore {
   }
 
   async #update(input: unknown): Promise<ConfigUpdateResult> {
-    if (typeof input !== 'object' || input === null || Array.isArray(input))
-      throw new SvcError('bad_request', 'configuration must be a JSON object of sections');
-    if (isFlatDocument(input as Record<string, unknown>))
-      throw new SvcError(
-        'bad_request',
-        'the flat configuration shape is not accepted; send sections, e.g. {"BaseConfig": {"LogLevel": "DEBUG"}} (BaseConfig, REST, Auth, Registry, Labels)',
-      );
-    let change: ConfigDocument;
-    try {
-      change = parseConfigDocument(input);
-    } catch (error) {
-      if (error instanceof ConfigDocumentError)
-        throw new SvcError('bad_request', `${error.path}: ${error.problem}`.slice(0, 512));
-      throw error;
-    }
+    const parsed = configUpdateSchema.safeParse(input);
+    if (!parsed.success) throw new SvcError('bad_request', configProblem(parsed.error.issues));
+    let change: ConfigDocument = parsed.data;
     const before = this.view();
     if (change.Labels !== undefined) {
       change = { ...change, Labels: { ...this.#config.labels, ...change.Labels } };

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { definitionOf, editableDefinition } from './app-definition.ts';
 import { definitionFrom, fieldErrors, fieldsOf, valuesOf, type JsonSchema } from './schema-form.ts';
+import openapi from '../../../../spec/openapi.json' with { type: 'json' };
 
 const SCHEMA: JsonSchema = {
   type: 'object',
@@ -110,5 +111,62 @@ describe('editable definition', () => {
     const info = { name: 'a', command: 'c', pid: 12, cpu: 1, owner_principal_id: 'u', system: false, state: 'running', env: { A: '1' } };
     expect(definitionOf(info)).toEqual({ name: 'a', command: 'c', env: { A: '1' } });
     expect(editableDefinition({ ...info, mystery: 1 }, accepted)).toEqual({ name: 'a', command: 'c', env: { A: '1' } });
+  });
+});
+
+describe("the daemon's AppDefinition (spec/openapi.json)", () => {
+  const definition = (openapi as { components: { schemas: Record<string, JsonSchema> } }).components.schemas[
+    'AppDefinition'
+  ]!;
+  const fields = fieldsOf(definition);
+
+  it('makes a field of every property a client sets, sub-objects flattened', () => {
+    expect(fields.map((f) => [f.path, f.kind])).toEqual([
+      ['name', 'text'],
+      ['description', 'text'],
+      ['command', 'text'],
+      ['shell', 'boolean'],
+      ['session_login', 'boolean'],
+      ['working_dir', 'text'],
+      ['env', 'map'],
+      ['secret_env', 'map'],
+      ['metadata', 'json'],
+      ['enabled', 'boolean'],
+      ['health_check_cmd', 'text'],
+      ['stdout_backup_count', 'number'],
+      ['start_time', 'number-or-text'],
+      ['end_time', 'number-or-text'],
+      ['interval', 'number-or-text'],
+      ['cron_schedule', 'text'],
+      ['daily_limitation.daily_start', 'number-or-text'],
+      ['daily_limitation.daily_end', 'number-or-text'],
+      ['stop_grace_period', 'number-or-text'],
+      ['depends_on', 'list'],
+      ['resource_limit.cpu_shares', 'number'],
+      ['resource_limit.memory_mb', 'number'],
+      ['resource_limit.memory_virt_mb', 'number'],
+      ['behavior.exit', 'choice'],
+      ['behavior.exit_code_actions', 'map'],
+      ['permission', 'number-or-text'],
+      ['pid', 'number'],
+      ['docker_image', 'text'],
+    ]);
+    expect(fields.filter((f) => f.required).map((f) => f.path)).toEqual(['command']);
+    expect(fields.find((f) => f.path === 'behavior.exit_code_actions')?.valueChoices).toEqual([
+      'standby',
+      'restart',
+      'keepalive',
+      'remove',
+    ]);
+  });
+
+  it("places the daemon's own messages beside those fields", () => {
+    const message =
+      'daily_limitation.daily_end: is required; behavior.exit_code_actions["abc"]: exit code must be an integer; resource_limit.memory_virt_mb: must be at least memory_mb';
+    expect(fieldErrors(message, fields).byField).toEqual({
+      'daily_limitation.daily_end': 'is required',
+      'behavior.exit_code_actions': 'behavior.exit_code_actions["abc"]: exit code must be an integer',
+      'resource_limit.memory_virt_mb': 'must be at least memory_mb',
+    });
   });
 });

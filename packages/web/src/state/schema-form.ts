@@ -1,8 +1,9 @@
-// A form generated from a JSON schema (the daemon's AppDefinition in /openapi.json), as pure data:
-// the fields, their text values for a definition, the definition back from the values, and the
-// daemon's validation errors placed beside their fields. The daemon reports invalid_app as
-// "<field path>: <problem>" issues joined by "; " (packages/daemon/src/model/app-definition.ts), with
-// paths written `a.b`, `a[0]`, `a["key"]`; `fieldErrors` reads that format.
+// A form generated from a JSON schema (the daemon's AppDefinition in /openapi.json, which is the
+// schema the daemon validates a definition with), as pure data: the fields, their text values for a
+// definition, the definition back from the values, and the daemon's validation errors placed beside
+// their fields. The daemon reports invalid_app as "<field path>: <problem>" issues joined by "; "
+// (packages/daemon/src/model/app-definition/issues.ts), with paths written `a.b`, `a[0]`,
+// `a["key"]`; `fieldErrors` reads that format.
 
 export interface JsonSchema {
   type?: string | string[];
@@ -70,8 +71,9 @@ function labelOf(key: string): string {
 }
 
 /**
- * The fields of an object schema, nested objects with their own properties flattened into dotted
- * paths; `server-set` properties (their description says so) are left out.
+ * The fields of an object schema, nested objects with their own properties (and no schema for
+ * other keys) flattened into dotted paths; `server-set` properties (their description says so) are
+ * left out.
  */
 export function fieldsOf(schema: JsonSchema, keys: string[] = []): Field[] {
   const out: Field[] = [];
@@ -79,7 +81,7 @@ export function fieldsOf(schema: JsonSchema, keys: string[] = []): Field[] {
   for (const [key, property] of Object.entries(schema.properties ?? {})) {
     if (property.description?.startsWith('server-set') === true) continue;
     const path = [...keys, key];
-    if (property.properties !== undefined && property.additionalProperties === undefined) {
+    if (property.properties !== undefined && typeof property.additionalProperties !== 'object') {
       out.push(...fieldsOf(property, path));
       continue;
     }

@@ -21,6 +21,14 @@ function appSchema(): Promise<JsonSchema> {
   return schemaCache;
 }
 
+/**
+ * The form's fields: the schema's, the name required (a body may leave it out, since the path names
+ * the application; the form always names it).
+ */
+function formFields(schema: JsonSchema) {
+  return fieldsOf(schema).map((field) => (field.path === 'name' ? { ...field, required: true } : field));
+}
+
 /** Fields shown first; the rest follow under "More settings". */
 const MAIN = new Set(['name', 'command', 'description', 'shell', 'working_dir', 'enabled', 'env', 'behavior.exit', 'health_check_cmd']);
 
@@ -33,18 +41,18 @@ export default function AppForm({ params }: ViewProps) {
   const [general, setGeneral] = useState<string[]>([]);
   const [busy, setBusy] = useState(false);
   const [loadError, setLoadError] = useState<string | undefined>(undefined);
-  const fields = useMemo(() => (schema === undefined ? [] : fieldsOf(schema)), [schema]);
+  const fields = useMemo(() => (schema === undefined ? [] : formFields(schema)), [schema]);
 
   useEffect(() => {
     void (async () => {
       try {
         const loaded = await appSchema();
-        const accepted = new Set(fieldsOf(loaded).map((f) => f.keys[0]!));
+        const accepted = new Set(formFields(loaded).map((f) => f.keys[0]!));
         const definition =
           editing === undefined ? { enabled: true } : editableDefinition(await api.getApplication(editing), accepted);
         setSchema(loaded);
         setBase(editing === undefined ? {} : definition);
-        setValues(valuesOf(fieldsOf(loaded), definition));
+        setValues(valuesOf(formFields(loaded), definition));
       } catch (cause) {
         setLoadError(errorText(cause));
       }

@@ -6,21 +6,14 @@ import { appNotFound } from '../../auth/access-rules.ts';
 import { parseEventList } from '../../events/event-names.ts';
 import { listingResponse } from '../app-listing.ts';
 import { json, text } from '../responses.ts';
-import { AppDefinition, AppList, AppRemoved, AppView, AppViewSubscribed } from '../schemas.ts';
+import { AppDefinition, AppList, AppRemoved, AppView, AppViewSubscribed, definitionBody } from '../schemas.ts';
 import type { Services } from '../services.ts';
 import { defineOperation, type Operation } from '../types.ts';
 import { persistentConnection, subscriptionBody } from './events.ts';
 import { durationParam, integerParam, patternParam } from './query.ts';
-import { LIMITS } from '../../model/app-definition.ts';
 
 const MAX_LONG_POLL_MS = 300_000;
 const MAX_OUTPUT_BYTES = 16 * 1024 * 1024;
-
-/** The registration body: a JSON object whose `name`, if any, is the path's. */
-const registrationBody = z.custom<Record<string, unknown>>(
-  (value) => typeof value === 'object' && value !== null && !Array.isArray(value),
-  { error: 'the application definition must be a JSON object' },
-);
 
 /** Adds `task_id` / `task_status` (the oldest outstanding task of the worker task loop) when there is one. */
 function withTask<V extends { name?: unknown }>(app: V, services: Services): V {
@@ -63,7 +56,7 @@ export const appOperations: Operation<Services>[] = [
       return json(withTask(app, services));
     },
   }),
-  defineOperation<Services, z.ZodType<{ subscribe_events?: string | undefined }>, typeof registrationBody>({
+  defineOperation<Services, z.ZodType<{ subscribe_events?: string | undefined }>, typeof AppDefinition>({
     id: 'registerApplication',
     method: 'PUT',
     path: '/svc/app/{name}',
@@ -76,9 +69,7 @@ export const appOperations: Operation<Services>[] = [
       withQuery: { name: 'subscribe_events', permission: 'app-subscribe' },
     },
     summary: 'Register or replace an application',
-    body: { kind: 'json', schema: registrationBody, doc: AppDefinition, errorCode: 'invalid_app',
-      maxBytes: LIMITS.definitionBodyBytes,
-    },
+    body: definitionBody(AppDefinition),
     query: z.object({
       subscribe_events: z.string().optional().meta({
         description:
@@ -93,10 +84,10 @@ export const appOperations: Operation<Services>[] = [
       const selection =
         subscribeQuery === undefined ? undefined : parseEventList(subscribeQuery, 'subscribe_events');
       const definition = input.body;
-      if (definition['name'] !== undefined && definition['name'] !== name)
+      if (definition.name !== undefined && definition.name !== name)
         throw new SvcError(
           'invalid_app',
-          `name: ${JSON.stringify(definition['name']).slice(0, 130)} does not match the path name "${name}"`,
+          `name: ${JSON.stringify(definition.name)} does not match the path name "${name}"`,
         );
       const owner = grant.app?.owner ?? principal!.id;
       if (connection === undefined || selection === undefined)

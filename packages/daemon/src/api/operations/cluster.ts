@@ -20,7 +20,6 @@ import { LIMITS } from '../../model/app-definition.ts';
 
 /** A task is one registry value: well under etcd's request limit (1.5 MiB by default). */
 export const MAX_TASK_BYTES = 256 * 1024;
-const MAX_CONDITIONS = 64;
 
 function clusterOf(services: Services): ClusterApi {
   if (services.clusterApi === undefined)
@@ -34,19 +33,6 @@ function clusterOf(services: Services): ClusterApi {
 const taskNotFound = (name: string): SvcError =>
   new SvcError('app_not_found', `no cluster application named ${name}`);
 
-const taskBody = ClusterTask.strict().superRefine((task, context) => {
-  const entries = Object.entries(task.condition);
-  if (entries.length > MAX_CONDITIONS)
-    context.addIssue({ code: 'custom', path: ['condition'], message: `at most ${MAX_CONDITIONS} entries` });
-  for (const [key, value] of entries)
-    if (key.length === 0 || key.length > 128 || value.length > 256)
-      context.addIssue({
-        code: 'custom',
-        path: ['condition'],
-        message: 'label names are 1-128 characters, values at most 256',
-      });
-});
-
 /**
  * The task as stored: its content validated as an application definition (so a bad one is refused
  * here, not on every worker), named like the path, and owned by the caller (`owner`: the workers run
@@ -54,7 +40,7 @@ const taskBody = ClusterTask.strict().superRefine((task, context) => {
  */
 function storedTask(
   name: string,
-  body: z.infer<typeof taskBody>,
+  body: z.infer<typeof ClusterTask>,
   owner: string,
 ): z.infer<typeof ClusterTask> {
   const contentName = body.content['name'];
@@ -109,15 +95,13 @@ export const clusterOperations: Operation<Services>[] = [
       return json(task);
     },
   }),
-  defineOperation<Services, z.ZodType<Record<string, never>>, typeof taskBody>({
+  defineOperation<Services, z.ZodType<Record<string, never>>, typeof ClusterTask>({
     id: 'putClusterApplication',
     method: 'PUT',
     path: '/svc/cluster/app/{name}',
     access: { kind: 'permission', permission: 'app-reg' },
     summary: 'Define or replace a cluster task; the leader places its replicas on fitting worker nodes',
-    body: { kind: 'json', schema: taskBody, doc: ClusterTask, errorCode: 'invalid_app',
-      maxBytes: LIMITS.definitionBodyBytes,
-    },
+    body: { kind: 'json', schema: ClusterTask, errorCode: 'invalid_app', maxBytes: LIMITS.definitionBodyBytes },
     responses: [
       { status: 200, description: 'the stored task (placements as of now)', json: ClusterTaskView },
     ],

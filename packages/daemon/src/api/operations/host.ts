@@ -2,6 +2,7 @@
 import { cpus, freemem, loadavg, totalmem, uptime } from 'node:os';
 import { statfs } from 'node:fs/promises';
 import * as z from 'zod';
+import { configProblem } from '../../config/config-schema.ts';
 import { json } from '../responses.ts';
 import { Config, ConfigUpdate, ConfigUpdated, Labels, Resources } from '../schemas.ts';
 import type { Services } from '../services.ts';
@@ -66,7 +67,7 @@ export const hostOperations: Operation<Services>[] = [
     access: { kind: 'permission', permission: 'config-set' },
     summary:
       'Merge a partial sectioned configuration; returns the whole plus restart_required (accepted keys that apply at the next start)',
-    body: { kind: 'json', schema: ConfigUpdate },
+    body: { kind: 'json', schema: ConfigUpdate, describeIssues: configProblem },
     responses: [{ status: 200, description: 'the configuration', json: ConfigUpdated }],
     async handle(context) {
       const result = await context.services.hostConfig.update(context.input.body);

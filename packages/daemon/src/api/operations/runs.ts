@@ -2,18 +2,14 @@
 import * as z from 'zod';
 import { DEFAULT_RUN_LIFECYCLE_SECONDS } from '../../supervisor/runs.ts';
 import { json, text } from '../responses.ts';
-import { RunDefinition, RunStarted } from '../schemas.ts';
+import { RunDefinition, RunStarted, definitionBody } from '../schemas.ts';
 import type { Services } from '../services.ts';
 import { defineOperation, type Operation } from '../types.ts';
 import { durationParam } from './query.ts';
-import { LIMITS } from '../../model/app-definition.ts';
-
-/** The run body: a JSON object (validated as an application definition by the supervisor). */
-const runBody = z.record(z.string(), z.unknown(), { error: 'the run definition must be a JSON object' });
 
 /** A new command without a name runs as "run-<id>"; `{name}` alone runs a copy of that app. */
-function named(input: Record<string, unknown>): Record<string, unknown> {
-  return input['command'] !== undefined && input['name'] === undefined ? { ...input, name: 'run' } : input;
+function named(input: z.output<typeof RunDefinition>): Record<string, unknown> {
+  return 'command' in input && input.name === undefined ? { ...input, name: 'run' } : input;
 }
 
 const asyncQuery = z.object({
@@ -32,7 +28,7 @@ const syncQuery = z.object({
 });
 
 export const runOperations: Operation<Services>[] = [
-  defineOperation<Services, typeof asyncQuery, typeof runBody>({
+  defineOperation<Services, typeof asyncQuery, typeof RunDefinition>({
     id: 'runApplication',
     method: 'POST',
     path: '/svc/app/run',
@@ -46,9 +42,7 @@ export const runOperations: Operation<Services>[] = [
       changes: false,
     },
     summary: 'Start a one-off run; returns the transient app name and process uuid',
-    body: { kind: 'json', schema: runBody, doc: RunDefinition, errorCode: 'invalid_app',
-      maxBytes: LIMITS.definitionBodyBytes,
-    },
+    body: definitionBody(RunDefinition),
     query: asyncQuery,
     responses: [{ status: 200, description: 'the run started', json: RunStarted }],
     async handle({ input, principal, services }) {
@@ -66,7 +60,7 @@ export const runOperations: Operation<Services>[] = [
       return json(result);
     },
   }),
-  defineOperation<Services, typeof syncQuery, typeof runBody>({
+  defineOperation<Services, typeof syncQuery, typeof RunDefinition>({
     id: 'syncRunApplication',
     method: 'POST',
     path: '/svc/app/syncrun',
@@ -80,9 +74,7 @@ export const runOperations: Operation<Services>[] = [
       changes: false,
     },
     summary: 'Run to completion; returns the output with X-Exit-Code',
-    body: { kind: 'json', schema: runBody, doc: RunDefinition, errorCode: 'invalid_app',
-      maxBytes: LIMITS.definitionBodyBytes,
-    },
+    body: definitionBody(RunDefinition),
     query: syncQuery,
     responses: [
       {
