@@ -17,5 +17,19 @@ export default tseslint.config(
       '@typescript-eslint/require-await': 'off',
     },
   },
+  // Sizes a reader can hold (issue 26): a source function fits on a few screens, a daemon module is
+  // one concern. Tests and generated declarative tables (spec vectors) are not held to them.
+  {
+    files: ['packages/*/src/**/*.{ts,tsx}', 'packages/*/bin/**/*.ts'],
+    ignores: ['**/*.test.ts', '**/*.test.tsx'],
+    rules: {
+      'max-lines-per-function': ['error', { max: 150, skipBlankLines: true, skipComments: true }],
+    },
+  },
+  {
+    files: ['packages/daemon/src/**/*.ts'],
+    ignores: ['**/*.test.ts'],
+    rules: { 'max-lines': ['error', { max: 500 }] },
+  },
   { files: ['**/*.js'], ...tseslint.configs.disableTypeChecked },
 );
