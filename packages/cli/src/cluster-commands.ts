@@ -2,8 +2,7 @@
 // whole cluster) and `svc nodes` (the node reports). They call /svc/cluster/* on the daemon named by
 // -H; a stand-alone daemon answers that cluster mode is off.
 import { readFileSync } from 'node:fs';
-import { parse as parseYaml } from 'yaml';
-import { appName, type Context } from './commands.ts';
+import { appName, parseMapping, type Context } from './commands.ts';
 import { CliError, EXIT } from './errors.ts';
 import { cell, outputFormat, structured, table } from './format.ts';
 import { readStdin } from './ui.ts';
@@ -76,15 +75,7 @@ export function clusterTask(
   text: string,
   file: string,
 ): { name: string | undefined; task: Record<string, unknown> } {
-  let parsed: unknown;
-  try {
-    parsed = parseYaml(text); // JSON is YAML too
-  } catch (error) {
-    throw new CliError(`${file} is not valid YAML or JSON: ${(error as Error).message}`, EXIT.usage);
-  }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
-    throw new CliError(`${file} must hold one cluster task (a mapping)`, EXIT.usage);
-  const { name, ...task } = parsed as Record<string, unknown>;
+  const { name, ...task } = parseMapping(text, file, 'one cluster task');
   const unknown = Object.keys(task).filter((key) => !TASK_FIELDS.includes(key));
   if (unknown.length > 0)
     throw new CliError(

@@ -103,6 +103,19 @@ export async function view(ctx: Context): Promise<number> {
   return EXIT.ok;
 }
 
+/** A YAML or JSON file's one mapping (JSON is YAML too); `what` names it in the refusal. */
+export function parseMapping(text: string, file: string, what: string): Record<string, unknown> {
+  let parsed: unknown;
+  try {
+    parsed = parseYaml(text);
+  } catch (error) {
+    throw new CliError(`${file} is not valid YAML or JSON: ${(error as Error).message}`, EXIT.usage);
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+    throw new CliError(`${file} must hold ${what} (a mapping)`, EXIT.usage);
+  return parsed as Record<string, unknown>;
+}
+
 /** The definition of `svc add`: `-f file` (YAML or JSON, `-` for stdin) overlaid by the flags. */
 export async function definition(ctx: Context): Promise<App> {
   let app: App = {};
@@ -114,15 +127,7 @@ export async function definition(ctx: Context): Promise<App> {
     } catch (error) {
       throw new CliError(`cannot read ${file}: ${(error as Error).message}`, EXIT.usage);
     }
-    let parsed: unknown;
-    try {
-      parsed = parseYaml(text); // JSON is YAML too
-    } catch (error) {
-      throw new CliError(`${file} is not valid YAML or JSON: ${(error as Error).message}`, EXIT.usage);
-    }
-    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
-      throw new CliError(`${file} must hold one application definition (a mapping)`, EXIT.usage);
-    app = parsed as App;
+    app = parseMapping(text, file, 'one application definition');
   }
   const v = ctx.values;
   const set = (key: string, value: unknown): void => {
