@@ -33,7 +33,7 @@ const EXTRA_INPUTS = [
  * builtin builds its module namespace, which reads every export, and that runs the lazy getters:
  * `import … from 'node:http'` alone loads undici (http's WebSocket/MessageEvent getters), http2,
  * zlib and worker_threads — 37 more builtin modules, ~2 MiB of heap and ~9 MiB resident in a bare
- * Node (docs/decisions.md "svcd runs as one bundle; memory"). Each builtin becomes one module of the
+ * Node (docs/decisions.md "svcd runs as one bundle"). Each builtin becomes one module of the
  * bundle whose exports are constants read once at start, as pure calls so that esbuild drops the
  * ones nothing imports (an accessor nothing uses is never read). Not esbuild's CommonJS interop:
  * that copies every export as a getter closure, once per importing file (~30 000 closures here).

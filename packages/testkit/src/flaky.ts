@@ -1,4 +1,4 @@
-// CI's list of flaky cases (docs/decisions.md, "CI retries a failed case once"): one line per case
+// CI's list of flaky cases (docs/decisions.md, "Tests and CI"): one line per case
 // that failed and then passed on its retry, appended to SVC_FLAKY_LOG (set by vitest.config.ts in
 // CI) by test/flaky-reporter.ts for vitest's own cases and by rerunFailedOnce for foreign suites'.
 import { appendFileSync } from 'node:fs';

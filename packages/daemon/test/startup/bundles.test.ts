@@ -1,7 +1,7 @@
 // The bundles svcd and its system applications run (packages/daemon/build/build.js): once built they
 // are fresh (a launcher does not rebuild them at every start), and they import nothing statically,
 // so that a stand-alone svcd does not load cluster mode's etcd3/gRPC (docs/decisions.md "svcd runs
-// as one bundle; memory").
+// as one bundle").
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
