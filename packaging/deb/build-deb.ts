@@ -1,8 +1,8 @@
 // Builds svc's Debian package from a checkout: `npm run package:deb [-- --out DIR]`.
 //
-// The package installs a self-contained install root in /opt/svc (svcd's and the agent's bundles,
-// the native svc-spawner binary, the identity provider and the CLI as TypeScript sources run by the
-// bundled Node.js 24, their production dependencies only, apps/, script/), the systemd units, /etc/default/svc and
+// The package installs a self-contained install root in /opt/svc (the bundles of svcd, the agent,
+// svc-identity and svc-auth-admin, the native svc-spawner binary, the CLI as TypeScript sources run
+// by the bundled Node.js 24, their production dependencies only, apps/, script/), the systemd units, /etc/default/svc and
 // /usr/bin/svc; its maintainer scripts create the system user `svc` and SVC_HOME=/var/lib/svc.
 // Nothing is downloaded: the dependency closure is copied from this checkout's node_modules.
 import { spawnSync } from 'node:child_process';
