@@ -18,7 +18,7 @@ import {
 import { parseAppDefinition, serializeApp } from '../../packages/daemon/src/model/app-definition.ts';
 import { createSecretCrypter } from '../../packages/daemon/src/model/secret-crypter.ts';
 import { AppStore } from '../../packages/daemon/src/supervisor/app-store.ts';
-import { ConfigError, readConfigFile } from '../../packages/daemon/src/config/config.ts';
+import { ConfigError, readConfigFile } from '@svc/platform/config';
 import { CredentialError } from '../../packages/identity/src/credentials/errors.ts';
 import {
   formatCredentialFile,

@@ -2,7 +2,7 @@
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
-import { INSTALL_ROOT } from '../install-root.ts';
+import { INSTALL_ROOT } from '@svc/platform/config';
 import type { AdminUser, OAuthClientInfo } from './service.ts';
 
 // From the installation root: the bundles (packages/daemon/dist) load it at run time as well.
