@@ -18,7 +18,7 @@ export default defineConfig({
     // Builds svcd's bundle once, before the integration tests start their daemons in parallel
     // (each launcher would otherwise find it stale and rebuild it on its own).
     // The web UI (packages/web/dist, served by the agent) likewise, for the browser tests.
-    globalSetup: ['packages/daemon/build/vitest-setup.js', 'packages/web/test/global-setup.ts'],
+    globalSetup: ['packages/platform/build/vitest-setup.js', 'packages/web/test/global-setup.ts'],
     projects: [
       { test: { name: 'unit', include: ['packages/*/src/**/*.test.ts', 'test/**/*.test.ts'] } },
       {

@@ -6,7 +6,7 @@
 // daemon's CPU time per operation (utime + stime of svcd from /proc, summed over every burst), the
 // figure least disturbed by other load.
 //   git archive <rev> | tar -x -C /tmp/ab-base && ln -s "$PWD/node_modules" /tmp/ab-base/node_modules
-//   (cd /tmp/ab-base && node packages/daemon/build/build.js)
+//   (cd /tmp/ab-base && node packages/platform/build/build.js)
 //   AB_BASE=/tmp/ab-base ROUNDS=12 MS=600 ONLY=tasks,tcp,wss,rest,forward npx node bench/ab-rpc.ts
 // tasks: POST /svc/app/worker/task over TLS TCP, 8 in flight, worker lib/task-worker.ts (the same
 // file for both sides; WORKER_TRANSPORT=tcp|rest|fetch, default tcp); tcp/wss/rest: GET /svc/self,

@@ -2,7 +2,7 @@
 // (its testkit starts its own bundle), B this checkout; every operation alternates A, B, A, B… so
 // both see the same load, and the figure is B/A. Same operations as figures 1a, 3 and 5.
 //   git archive <rev> | tar -x -C /tmp/ab-base && ln -s "$PWD/node_modules" /tmp/ab-base/node_modules
-//   (cd /tmp/ab-base && node packages/daemon/build/build.js)
+//   (cd /tmp/ab-base && node packages/platform/build/build.js)
 //   AB_BASE=/tmp/ab-base N=40 ONLY=start,stop,crash npx node bench/ab.ts
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { startTestDaemon } from '@svc/testkit';

@@ -9,8 +9,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { SpawnerConnection } from '../packages/daemon/src/supervisor/spawner/connection.ts';
-import { encodeSpawn } from '../packages/daemon/src/supervisor/spawner/frames.ts';
+import { encodeSpawn, SpawnerConnection } from '@svc/daemon';
 import { parseArgs } from 'node:util';
 import { now, percentile, sleep } from './lib/util.ts';
 

@@ -10,7 +10,7 @@
 //   npx node bench/mcp-attacks.ts [--apps 4] [--sessions 8] [--window 10] [--as admin|viewer] [--only m1,m2]
 import { readFileSync } from 'node:fs';
 import { startServedDaemon, waitFor } from '@svc/testkit';
-import { passwordToken, RawMcp } from '../packages/mcp/test/security/mcp-raw.ts';
+import { passwordToken, RawMcp } from '@svc/mcp/testing';
 
 const args = process.argv.slice(2);
 const option = (name: string, fallback: string): string => {

@@ -6,9 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseAppDefinition } from '../packages/daemon/src/model/app-definition.ts';
-import { createSecretCrypter } from '../packages/daemon/src/model/secret-crypter.ts';
-import { AppStore as StoreB } from '../packages/daemon/src/supervisor/app-store.ts';
+import { AppStore as StoreB, createSecretCrypter, parseAppDefinition } from '@svc/daemon';
 
 interface Store {
   save(def: ReturnType<typeof parseAppDefinition>): Promise<void>;

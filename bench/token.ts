@@ -3,7 +3,7 @@
 // amortised cost; the floor is one bare RS256 signature verification (node:crypto).
 import { createPublicKey, verify as cryptoVerify } from 'node:crypto';
 import { startTestIssuer } from '@svc/testkit';
-import { createOidcTokenVerifier } from '../packages/daemon/src/auth/token-verifier.ts';
+import { createOidcTokenVerifier } from '@svc/daemon';
 import { latencyRow, type Benchmark } from './lib/report.ts';
 import { log, now, onCleanup, summarize } from './lib/util.ts';
 

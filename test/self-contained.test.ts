@@ -4,7 +4,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { REPO_ROOT } from '../packages/daemon/scripts/spec-files.ts';
+import { REPO_ROOT } from '@svc/daemon/spec';
 
 const SHARED = new RegExp(['\\.\\./', 'shared', '|/work/', 'shared', '|/work/', 'ref/'].join(''));
 

@@ -3,7 +3,7 @@
 // (A docs/reference.md that lost a marker pair fails while collecting, naming the marker.)
 import { readdirSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { REPO_ROOT, buildAllGenerated, readRepoFile } from '../packages/daemon/scripts/spec-files.ts';
+import { REPO_ROOT, buildAllGenerated, readRepoFile } from '@svc/daemon/spec';
 
 const HINT = 'generated file is stale: run npm run gen:spec';
 

@@ -7,7 +7,7 @@ import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import tls from 'node:tls';
 import { WebSocketServer } from 'ws';
-import { FrameDecoder, decodeRequest, encodeFrame, encodeResponse } from '@svc/protocol';
+import { FrameDecoder, WS_SUBPROTOCOL, decodeRequest, encodeFrame, encodeResponse } from '@svc/protocol';
 
 const [keyFile, certFile, bodyFile] = process.argv.slice(2) as [string, string, string];
 const key = readFileSync(keyFile);
@@ -24,7 +24,7 @@ const server = https.createServer({ key, cert, keepAliveTimeout: 60_000 }, (req,
 const wss = new WebSocketServer({
   server,
   perMessageDeflate: false,
-  handleProtocols: (protocols) => (protocols.has('svc-ws') ? 'svc-ws' : false),
+  handleProtocols: (protocols) => (protocols.has(WS_SUBPROTOCOL) ? WS_SUBPROTOCOL : false),
 });
 const answer = (data: Uint8Array): Buffer => {
   const request = decodeRequest(data);

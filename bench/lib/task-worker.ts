@@ -7,6 +7,7 @@
 //   fetch — a bare loop of the global fetch (undici) over HTTPS to SVC_DAEMON_URL.
 import { readFileSync } from 'node:fs';
 import { runWorker, TcpTransport, type Transport } from '@svc/client';
+import { PROCESS_KEY_HEADER } from '@svc/protocol';
 
 const key = process.env['SVC_PROCESS_KEY'];
 const name = process.env['SVC_APPLICATION_NAME'];
@@ -48,7 +49,7 @@ if (kind === 'tcp') {
     for (;;) {
       let response: Response;
       try {
-        response = await fetch(`${url}?timeout=30`, { headers: { 'x-svc-process-key': key } });
+        response = await fetch(`${url}?timeout=30`, { headers: { [PROCESS_KEY_HEADER]: key } });
       } catch (error) {
         console.log(`fetch error ${(error as Error).message}`);
         await sleep(100);
@@ -64,7 +65,7 @@ if (kind === 'tcp') {
       const put = await fetch(url, {
         method: 'PUT',
         headers: {
-          'x-svc-process-key': key,
+          [PROCESS_KEY_HEADER]: key,
           'x-task-id': response.headers.get('x-task-id') ?? '',
           'content-type': response.headers.get('content-type') ?? 'application/octet-stream',
         },

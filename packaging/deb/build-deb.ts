@@ -25,8 +25,8 @@ const REPO = resolve(import.meta.dirname, '../..');
 const HERE = import.meta.dirname;
 /** The install root inside the package. */
 export const INSTALL_ROOT = '/opt/svc';
-/** The workspace packages a running svc needs (svcd and the agent are bundled, but their launchers live here). */
-const RUNTIME_PACKAGES = ['protocol', 'client', 'daemon', 'agent', 'identity', 'cli'] as const;
+/** The workspace packages a running svc needs (the programs are bundled into platform/dist; their launchers live here). */
+const RUNTIME_PACKAGES = ['protocol', 'platform', 'client', 'daemon', 'agent', 'identity', 'cli'] as const;
 
 interface PackageJson {
   name: string;
@@ -138,7 +138,7 @@ export function buildDeb(options: BuildOptions): { deb: string; stage: string; v
 
   // svcd's and the agent's bundles, current, and marked as packaged (the launcher's freshness
   // check then has no inputs to compare: a package is never rebuilt in place).
-  run(process.execPath, ['packages/daemon/build/build.js']);
+  run(process.execPath, ['packages/platform/build/build.js']);
   for (const pkg of RUNTIME_PACKAGES) copyPackage(pkg, root);
   // svc-spawner (packages/spawner), the native process holder: built here with the system C
   // compiler and shipped as a binary alone (no source beside it, so svcd never rebuilds it in place).
@@ -153,7 +153,7 @@ export function buildDeb(options: BuildOptions): { deb: string; stage: string; v
   // The web UI: only its built files (the agent serves packages/web/dist at `/`).
   run(process.execPath, ['packages/web/scripts/build.ts']);
   cpSync(join(REPO, 'packages/web/dist'), join(root, 'packages/web/dist'), { recursive: true });
-  const meta = join(root, 'packages/daemon/dist/svcd.meta.json');
+  const meta = join(root, 'packages/platform/dist/svcd.meta.json');
   writeFileSync(meta, JSON.stringify({ ...readJson<object>(meta), inputs: [], packaged: true }));
   for (const dir of ['apps']) cpSync(join(REPO, dir), join(root, dir), { recursive: true });
   mkdirSync(join(root, 'docs'));

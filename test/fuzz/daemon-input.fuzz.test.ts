@@ -14,16 +14,18 @@ import {
   validAppBody,
 } from '@svc/testkit';
 import {
+  ALL_EVENTS,
+  createSecretCrypter,
   deserializeApp,
+  operations,
+  optionalInteger,
   parseAppDefinition,
+  parseDurationMs,
+  parseEventList,
+  Router,
   serializeApp,
   toPublicView,
-} from '../../packages/daemon/src/model/app-definition.ts';
-import { createSecretCrypter } from '../../packages/daemon/src/model/secret-crypter.ts';
-import { Router } from '../../packages/daemon/src/api/router.ts';
-import { operations } from '../../packages/daemon/src/api/operations/index.ts';
-import { optionalInteger, parseDurationMs } from '../../packages/daemon/src/api/operations/query.ts';
-import { ALL_EVENTS, parseEventList } from '../../packages/daemon/src/events/event-names.ts';
+} from '@svc/daemon';
 
 const NOW = Date.UTC(2025, 5, 1);
 // The yaml library reports unknown tags (`!!js/function`) as process warnings; they are expected here.

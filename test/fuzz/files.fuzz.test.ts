@@ -15,16 +15,14 @@ import {
   expectDocumentedError,
   validAppBody,
 } from '@svc/testkit';
-import { parseAppDefinition, serializeApp } from '../../packages/daemon/src/model/app-definition.ts';
-import { createSecretCrypter } from '../../packages/daemon/src/model/secret-crypter.ts';
-import { AppStore } from '../../packages/daemon/src/supervisor/app-store.ts';
-import { ConfigError, readConfigFile } from '../../packages/daemon/src/config/config.ts';
-import { CredentialError } from '../../packages/identity/src/credentials/errors.ts';
+import { AppStore, createSecretCrypter, parseAppDefinition, serializeApp } from '@svc/daemon';
 import {
+  CredentialError,
   formatCredentialFile,
   parseCredentialFile,
-} from '../../packages/identity/src/credentials/credential-file.ts';
-import { STATIC_IDENTITIES } from '../../packages/identity/src/store/identities.ts';
+  STATIC_IDENTITIES,
+} from '@svc/identity';
+import { ConfigError, readConfigFile } from '@svc/platform/config';
 
 const crypter = createSecretCrypter(randomBytes(32));
 let root: string;

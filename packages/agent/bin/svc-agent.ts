@@ -1,17 +1,16 @@
 // svc-agent: the front door of svc (CONTRACT §1), run by svcd as the system application `agent`
 // (apps/agent.yaml) in both auth modes with the daemon's SVC_* settings, SVC_DAEMON_URL and its own
 // SVC_PROCESS_KEY. The entry point of the bundle dist/svc-agent.mjs (built with svcd's bundle by
-// packages/daemon/build/build.js), run by the launcher bin/svc-agent.js.
+// packages/platform/build/build.js), run by the launcher bin/svc-agent.js.
 //   HTTPS    SVC_LISTEN_ADDRESS:SVC_AGENT_PORT (6060), the daemon's certificate
 //   metrics  SVC_LISTEN_ADDRESS:SVC_METRICS_PORT (off unless set; 6061 by convention)
 // Bound ports go to work/ports.agent.json, which svcd merges into work/ports.json.
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { INSTALL_ROOT, loadConfig } from '../../daemon/src/config/config.ts';
-import { PortsFile } from '../../daemon/src/config/ports-file.ts';
-import { loadTlsMaterial } from '../../daemon/src/tls/certificates.ts';
-import { writeFileAtomic } from '../../daemon/src/util/atomic-file.ts';
-import { readRelayKey } from '../../identity/src/credentials/relay-key.ts';
+import { readRelayKey } from '@svc/identity';
+import { writeFileAtomic } from '@svc/platform/atomic-file';
+import { INSTALL_ROOT, loadConfig, PortsFile } from '@svc/platform/config';
+import { loadTlsMaterial } from '@svc/platform/tls';
 import { startAgent, type Log } from '../src/agent.ts';
 
 const log: Log = (level, message, fields = {}) => {
@@ -63,7 +62,7 @@ try {
     log,
   });
   const portsFile = join(config.workDir, 'ports.agent.json');
-  await writeFileAtomic(portsFile, JSON.stringify(agent.ports, null, 2) + '\n', 0o644);
+  await writeFileAtomic(portsFile, JSON.stringify(agent.ports, null, 2) + '\n', { mode: 0o644 });
   log('info', 'svc-agent listening', { ...agent.ports, daemon: daemonUrl, auth_mode: config.authMode });
   const stop = (signal: string): void => {
     log('info', 'svc-agent stopping', { signal });

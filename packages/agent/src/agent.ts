@@ -12,16 +12,16 @@ import type { Server as HttpServer, IncomingMessage, ServerResponse } from 'node
 import type { Server } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { SvcError } from '@svc/protocol';
-import type { Limits } from '../../daemon/src/config/config.ts';
-import type { TlsMaterial } from '../../daemon/src/tls/certificates.ts';
+import type { Limits } from '@svc/platform/config';
 import {
   answerClientError,
   closeIdleHttpConnections,
+  ConnectionGuard,
+  createBoundedHttpsServer,
   guardTlsServer,
-} from '../../daemon/src/transports/connection-deadlines.ts';
-import { ConnectionGuard } from '../../daemon/src/transports/connection-guard.ts';
-import { createBoundedHttpsServer } from '../../daemon/src/transports/rest-transport.ts';
+} from '@svc/platform/connections';
+import type { TlsMaterial } from '@svc/platform/tls';
+import { SvcError } from '@svc/protocol';
 import { McpRoute } from './mcp-route.ts';
 import type { AgentMetrics } from './metrics.ts';
 import { publicOrigin, refusesProcessKey, routeOf } from './routes.ts';

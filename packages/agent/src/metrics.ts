@@ -5,7 +5,8 @@
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { Limits } from '../../daemon/src/config/config.ts';
+import type { Limits } from '@svc/platform/config';
+import { PROCESS_KEY_HEADER } from '@svc/protocol';
 import type { Log } from './agent.ts';
 
 /** Bound of svcd's metrics text read by one scrape (one series per app and state: far below). */
@@ -121,7 +122,7 @@ function scrapeDaemon(
       new URL('/svc/metrics', daemonUrl),
       {
         method: 'GET',
-        headers: { 'x-svc-process-key': processKey },
+        headers: { [PROCESS_KEY_HEADER]: processKey },
         timeout: SCRAPE_TIMEOUT_MS,
         ...(ca === undefined ? {} : { ca }),
       },

@@ -1,7 +1,8 @@
 // Where the agent sends a request, decided from the method and the raw path alone (pure; tested in
 // routes.test.ts). The path is never normalised here: the daemon routes the raw path itself (a
 // dot-segment can never walk out of a route), and the web UI files refuse anything but plain names.
-import { isLoopbackAddress, PROCESS_KEY_HEADER } from '../../daemon/src/tasks/worker-auth.ts';
+import { isLoopbackAddress } from '@svc/platform/process-key';
+import { PROCESS_KEY_HEADER } from '@svc/protocol';
 
 export type Route =
   /** REST and WSS of the daemon: the whole API, its OpenAPI document, RFC 9728 metadata. */

@@ -16,7 +16,7 @@ import {
   type ApiClient,
   type TestDaemon,
 } from '@svc/testkit';
-import { svcEnv, type SvcEnv } from '../../cli/test/helpers.ts';
+import { svcEnv, type SvcEnv } from '@svc/cli/testing';
 import { waitFor } from './helpers.ts';
 
 const REPO = resolve(import.meta.dirname, '../../..');

@@ -4,8 +4,7 @@ import { readFile } from 'node:fs/promises';
 import { connect } from 'node:tls';
 import type { WebSocket } from 'ws';
 import { decodeResponse, encodeRequest } from '@svc/protocol';
-import { openWebSocket, type TestDaemon } from '@svc/testkit';
-import { waitFor } from '../../daemon/test/helpers/wait-for.ts';
+import { openWebSocket, waitFor, type TestDaemon } from '@svc/testkit';
 
 export { waitFor };
 

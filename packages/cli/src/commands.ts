@@ -1,5 +1,6 @@
 // The application commands. Each takes the parsed command line and an Api and returns an exit code.
 import { readFileSync } from 'node:fs';
+import { NAME_PATTERN } from '@svc/protocol';
 import { parse as parseYaml } from 'yaml';
 import { ApiError, CliError, EXIT } from './errors.ts';
 import { cell, outputFormat, relative, shellQuote, structured, table } from './format.ts';
@@ -25,8 +26,6 @@ export interface Context {
 
 type App = Record<string, unknown>;
 
-const NAME = /^[A-Za-z0-9_.-]{1,128}$/;
-
 function str(values: Values, key: string): string | undefined {
   const v = values[key];
   return typeof v === 'string' ? v : undefined;
@@ -39,11 +38,11 @@ function list(values: Values, key: string): string[] {
 export function appName(args: string[], what = '<app>'): string {
   const name = args[0];
   if (name === undefined) throw new CliError(`missing ${what}`, EXIT.usage);
-  if (!NAME.test(name))
+  if (!NAME_PATTERN.test(name))
     throw new CliError(
       `invalid application name "${name}"`,
       EXIT.usage,
-      'names match ^[A-Za-z0-9_.-]{1,128}$',
+      `names match ${NAME_PATTERN.source}`,
     );
   if (args.length > 1) throw new CliError(`unexpected argument "${args[1]}"`, EXIT.usage);
   return name;
@@ -166,7 +165,7 @@ export async function add(ctx: Context): Promise<number> {
   if (name === undefined) throw new CliError('missing <app> (or `name:` in the -f file)', EXIT.usage);
   if (fromFile !== undefined && fromFile !== name)
     throw new CliError(`the name "${name}" differs from name "${fromFile}" in the file`, EXIT.usage);
-  if (!NAME.test(name)) throw new CliError(`invalid application name "${name}"`, EXIT.usage);
+  if (!NAME_PATTERN.test(name)) throw new CliError(`invalid application name "${name}"`, EXIT.usage);
   app['name'] = name;
   if (app['command'] === undefined)
     throw new CliError('an application needs a command', EXIT.usage, 'pass --cmd "<command>" or -f app.yaml');

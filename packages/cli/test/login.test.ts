@@ -6,8 +6,14 @@
 import { readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FormBrowser, formOf, signInAndConsent } from '../../identity/test/provider/helpers.ts';
-import { ADMIN_EMAIL, startAuthStack, type AuthStack } from '../../identity/test/full-stack/stack.ts';
+import {
+  ADMIN_EMAIL,
+  FormBrowser,
+  formOf,
+  signInAndConsent,
+  startAuthStack,
+  type AuthStack,
+} from '@svc/identity/testing';
 import { svcEnv, type SvcEnv, type SvcRun } from './helpers.ts';
 
 let stack: AuthStack;

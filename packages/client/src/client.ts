@@ -1,7 +1,7 @@
 // SvcClient: one typed method per API operation of the daemon (CONTRACT §5), over any transport.
 // The method builds a transport-neutral call (path, query, body, bearer, X-Target-Host); the
 // transport only carries it. Subscriptions need a persistent transport (TCP or WSS).
-import type { EventType } from '@svc/protocol';
+import { TARGET_HOST_HEADER, type EventType } from '@svc/protocol';
 import { apiErrorFrom, SvcClientError } from './errors.ts';
 import { waitForAsyncRun, type WaitForAsyncRunOptions } from './run-wait.ts';
 import {
@@ -398,7 +398,7 @@ export class SvcClient {
   ): Promise<WireResult> {
     const headers: Record<string, string> = { ...call.headers };
     if (this.#token !== undefined) headers['authorization'] = `Bearer ${this.#token}`;
-    if (this.#targetHost !== undefined) headers['x-target-host'] = this.#targetHost;
+    if (this.#targetHost !== undefined) headers[TARGET_HOST_HEADER] = this.#targetHost;
     const signal = options?.signal ?? call.signal;
     const result = await this.transport.call({
       ...call,

@@ -1,4 +1,5 @@
 // @svc/client for Node: HTTPS REST (node:https), TCP TLS and WSS (the `ws` package) transports.
+import { TARGET_HOST_HEADER } from '@svc/protocol';
 import { WebSocket as NodeWebSocket } from 'ws';
 import { SvcClient } from './client.ts';
 import type { DemultiplexerOptions } from './demux.ts';
@@ -40,7 +41,7 @@ export function connectWss(
   const url = options.url.replace(/^https:/, 'wss:').replace(/^http:/, 'ws:');
   const headers: Record<string, string> = {};
   if (options.token !== undefined) headers['authorization'] = `Bearer ${options.token}`;
-  if (options.targetHost !== undefined) headers['x-target-host'] = options.targetHost;
+  if (options.targetHost !== undefined) headers[TARGET_HOST_HEADER] = options.targetHost;
   return WssTransport.connect({
     ...options,
     open: () =>

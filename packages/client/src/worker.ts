@@ -10,6 +10,7 @@
 //      └  signal aborted ─▶ resolve null
 //
 // The process key travels only in the X-Svc-Process-Key header, never in the URL.
+import { PROCESS_KEY_HEADER } from '@svc/protocol';
 import {
   apiErrorFrom,
   ProcessSupersededError,
@@ -93,7 +94,7 @@ export async function runWorker(handler: TaskHandler, options: RunWorkerOptions 
       method: 'GET',
       path,
       query: { timeout: poll },
-      headers: { 'x-svc-process-key': key },
+      headers: { [PROCESS_KEY_HEADER]: key },
       signal,
     });
   // On a persistent connection (TCP, WSS) the next fetch leaves together with the result, in the
@@ -119,7 +120,7 @@ export async function runWorker(handler: TaskHandler, options: RunWorkerOptions 
       const answered = attempt({
         method: 'PUT',
         path,
-        headers: { 'x-svc-process-key': key, 'x-task-id': task.id, 'content-type': contentType },
+        headers: { [PROCESS_KEY_HEADER]: key, 'x-task-id': task.id, 'content-type': contentType },
         body,
         signal,
       });

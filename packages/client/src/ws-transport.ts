@@ -3,15 +3,19 @@
 // upgrade, custom CA) and with the browser WebSocket (which cannot set headers: the bearer is
 // offered at upgrade as the sub-protocol entry `svc-bearer.<token>`, see `wsSubprotocols`). Every
 // frame carries the bearer as well.
-import { CLIENT_MAX_BODY_BYTES, decodeResponse, encodeRequest } from '@svc/protocol';
+import {
+  CLIENT_MAX_BODY_BYTES,
+  decodeResponse,
+  encodeRequest,
+  WS_BEARER_PREFIX,
+  WS_SUBPROTOCOL,
+} from '@svc/protocol';
 import { Demultiplexer, type DemultiplexerOptions } from './demux.ts';
 import { demuxedCall } from './persistent-call.ts';
 import { TransportDisconnectedError } from './errors.ts';
 import { type PersistentTransport, type WireCall, type WireResult } from './transport.ts';
 
-export const WS_SUBPROTOCOL = 'svc-ws';
-/** Prefix of the sub-protocol entry carrying the bearer at upgrade (for browsers). */
-export const WS_BEARER_PREFIX = 'svc-bearer.';
+export { WS_BEARER_PREFIX, WS_SUBPROTOCOL };
 
 // An HTTP token (RFC 9110 tchar): what a sub-protocol entry may contain. JWTs qualify.
 const TOKEN_CHARS = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;

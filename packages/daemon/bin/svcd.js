@@ -1,12 +1,12 @@
 #!/usr/bin/env -S node --max-semi-space-size=1
 // svcd launcher, the only way svcd runs (`npm start`, `npx svcd`, the testkit, the bench, CI): it
-// runs the esbuild bundle of bin/svcd.ts (packages/daemon/dist/svcd.mjs), rebuilding it first when
-// any of its sources is newer (build/bundle.js), so the bundle can never be stale. Plain JavaScript:
+// runs the esbuild bundle of bin/svcd.ts (packages/platform/dist/svcd.mjs), rebuilding it first when
+// any of its sources is newer (@svc/platform/bundle), so the bundle can never be stale. Plain JavaScript:
 // running the TypeScript sources directly would load Node's type stripper (~37 MiB resident).
-// `process` is the global and builtins come through `require` (build/bundle.js says why).
+// `process` is the global and builtins come through `require` (platform's build/bundle.js says why).
 import { createRequire } from 'node:module';
 /* global process -- the global, not an ES import of node:process */
-import { ensureBundle } from '../build/bundle.js';
+import { ensureBundle } from '@svc/platform/bundle';
 
 /** @type {typeof import('node:url')} */
 const { pathToFileURL } = createRequire(import.meta.url)('node:url');

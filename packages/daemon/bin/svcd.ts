@@ -1,6 +1,7 @@
 // svcd: the svc daemon. Configuration: config/config.yaml, work/config/config.yaml, SVC_* variables.
-// The entry point of the bundle (build/build.js → dist/svcd.mjs), run by the launcher bin/svcd.js.
-import { ConfigError, loadConfig } from '../src/config/config.ts';
+// The entry point of the bundle (packages/platform/build/build.js → packages/platform/dist/svcd.mjs),
+// run by the launcher bin/svcd.js.
+import { ConfigError, loadConfig } from '@svc/platform/config';
 import { startDaemon } from '../src/daemon.ts';
 
 try {

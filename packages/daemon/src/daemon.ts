@@ -19,7 +19,7 @@
 // go live last, when the request path is assembled: requests that arrive before wait at their gate
 // (daemon/listeners.ts). The steps without a component (host configuration, TLS and secrets, metrics,
 // the policy and token verifier) come first; a failed start stops what went live, in reverse.
-import type { DaemonConfig } from './config/config.ts';
+import type { DaemonConfig } from '@svc/platform/config';
 import type { Logger, RootLogger } from './log/logger.ts';
 import { openCallerAccess } from './daemon/access.ts';
 import { joinCluster } from './daemon/cluster-member.ts';

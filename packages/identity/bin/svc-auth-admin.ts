@@ -3,7 +3,7 @@
 // idle (no listener) until SIGTERM so that the system app stays up for health checks.
 import { join, resolve } from 'node:path';
 import { runAdminUiProgram } from '../src/admin/program.ts';
-import { INSTALL_ROOT } from '../src/install-root.ts';
+import { INSTALL_ROOT } from '@svc/platform/config';
 
 /** SVC_HOME, else the installation root (the repository root). */
 const home = resolve(process.env['SVC_HOME'] || INSTALL_ROOT);

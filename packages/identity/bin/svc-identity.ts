@@ -15,14 +15,15 @@ import {
   InMemorySessionRegistry,
   loadOrCreateAdminTls,
 } from '../src/admin/index.ts';
-import { loadCredentials, loadMasterKey, writeFileAtomic, writeRelayKey } from '../src/credentials/index.ts';
+import { writeFileAtomic } from '@svc/platform/atomic-file';
+import { loadCredentials, loadMasterKey, writeRelayKey } from '../src/credentials/index.ts';
 import {
   IdentityState,
   SignInThrottle,
   loadIdentitySettings,
   startIdentityServer,
 } from '../src/provider/index.ts';
-import { INSTALL_ROOT } from '../src/install-root.ts';
+import { INSTALL_ROOT } from '@svc/platform/config';
 import { UserStore } from '../src/store/user-store.ts';
 
 /** Default SVC_HOME: the installation root (the repository root). */
@@ -94,7 +95,7 @@ try {
       null,
       2,
     ) + '\n',
-    { mode: 0o644 },
+    { mode: 0o644, ownerFromDirectory: true },
   );
   log('info', 'svc-identity listening', {
     issuer: server.issuer,

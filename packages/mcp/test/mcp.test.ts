@@ -13,7 +13,7 @@ import type { OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk
 import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { startServedDaemon, type ServeInfo, type TestDaemon } from '@svc/testkit';
-import { FormBrowser, signInAndConsent } from '../../identity/test/provider/helpers.ts';
+import { FormBrowser, signInAndConsent } from '@svc/identity/testing';
 import { TOOLS } from '../src/tools.ts';
 
 let daemon: TestDaemon;

@@ -10,12 +10,13 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  type FieldType,
-  type FieldValue,
   messageSpec,
   SPAWNER_LIMITS,
-} from '../../daemon/src/supervisor/spawner/protocol-spec.ts';
-import type { DecodedFields, SpawnerVector } from '../../daemon/src/supervisor/spawner/spawner-vectors.ts';
+  type DecodedFields,
+  type FieldType,
+  type FieldValue,
+  type SpawnerVector,
+} from '@svc/daemon';
 
 const BUILD = resolve(import.meta.dirname, '../build.js');
 const SOURCE = resolve(import.meta.dirname, 'frames-test.c');

@@ -11,6 +11,7 @@ import {
   decodeResponse,
   encodeFrame,
   encodeRequest,
+  WS_SUBPROTOCOL,
   type Request,
   type Response,
 } from '@svc/protocol';
@@ -207,7 +208,7 @@ export async function wsClient(
   upgradeHeaders: Record<string, string> = {},
 ): Promise<PersistentClient> {
   const url = baseUrl.replace(/^https:/, 'wss:');
-  const ws = new WebSocket(url, 'svc-ws', {
+  const ws = new WebSocket(url, WS_SUBPROTOCOL, {
     ca,
     headers: { ...upgradeHeaders, ...(token === undefined ? {} : { authorization: `Bearer ${token}` }) },
   });

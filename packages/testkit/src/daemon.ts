@@ -10,7 +10,7 @@ import { startTestIssuer, type TestIssuer } from './issuer.ts';
 import { restClient, tcpClient, wsClient, type ApiClient, type PersistentClient } from './clients.ts';
 
 const REPO_ROOT = resolve(import.meta.dirname, '../../..');
-/** svcd's launcher: runs the bundle (packages/daemon/dist/svcd.mjs), rebuilt first when stale. */
+/** svcd's launcher: runs the bundle (packages/platform/dist/svcd.mjs), rebuilt first when stale. */
 const SVCD = join(REPO_ROOT, 'packages/daemon/bin/svcd.js');
 /** The Node flags of the launcher's `#!/usr/bin/env -S node <flags>` line, as `npx svcd` runs it. */
 const SVCD_NODE_FLAGS = ((): string[] => {

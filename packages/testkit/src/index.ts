@@ -34,3 +34,5 @@ export { startServedDaemon } from './serve.ts';
 export type { ServeInfo, BuiltinAuthInfo, BuiltinUser, ExtraUserRequest, ServeOptions } from './serve.ts';
 export { waitFor } from './wait-for.ts';
 export type { WaitForOptions } from './wait-for.ts';
+export { createOsUser, IS_ROOT } from './os-user.ts';
+export type { TestOsUser } from './os-user.ts';

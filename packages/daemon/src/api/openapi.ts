@@ -1,6 +1,7 @@
 // Builds the OpenAPI 3.1 document from the operation table (served at /openapi.json and written to
 // spec/openapi.json by `npm run gen:spec`). The table is the source: paths, parameters, bodies and
 // answers come from each operation's zod schemas (z.toJSONSchema), `x-svc-access` is its rule.
+import { NAME_PATTERN } from '@svc/protocol';
 import * as z from 'zod';
 import type { AccessRule } from '../auth/access-rules.ts';
 import { operations } from './operations/index.ts';
@@ -88,9 +89,7 @@ function operationEntry(op: Operation<unknown>, schemas: SchemaCollector): Json 
     in: 'path',
     required: true,
     schema:
-      m[1] === 'id'
-        ? { type: 'string', maxLength: 512 }
-        : { type: 'string', pattern: '^[A-Za-z0-9_.-]{1,128}$' },
+      m[1] === 'id' ? { type: 'string', maxLength: 512 } : { type: 'string', pattern: NAME_PATTERN.source },
   }));
   const responses: Json = {};
   for (const spec of op.responses) responses[String(spec.status)] = responseEntry(spec, schemas);

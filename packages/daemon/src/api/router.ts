@@ -1,10 +1,8 @@
 // Matches a method and path against the operation table. Path segments are percent-decoded one by
 // one after splitting, so an encoded "/" inside a principal id never creates a new segment.
-import { SvcError } from '@svc/protocol';
+import { NAME_PATTERN, SvcError } from '@svc/protocol';
 import type { Operation } from './types.ts';
 
-/** Names in paths (`{name}`, `{key}`, `{role}`) must match this; principal ids are free-form. */
-export const NAME_PATTERN = /^[A-Za-z0-9_.-]{1,128}$/;
 const MAX_PATH_LENGTH = 4096;
 
 interface CompiledRoute<S> {
@@ -19,7 +17,10 @@ export interface RouteMatch<S> {
   params: Record<string, string>;
 }
 
-/** Parameters validated against NAME_PATTERN. `id` (principal ids) is length-checked only. */
+/**
+ * Parameters validated against NAME_PATTERN (`{name}`, `{key}`, `{role}`). `id` (principal ids) is
+ * length-checked only.
+ */
 const NAME_PARAMS = new Set(['name', 'key', 'role']);
 
 export class Router<S> {

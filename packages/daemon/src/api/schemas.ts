@@ -2,10 +2,10 @@
 // (api/types.ts), which validate what they take, and, exported with z.toJSONSchema, the components of
 // spec/openapi.json. One schema per shape: the application definition and the run body are the
 // model's own (model/app-definition/schema.ts), which parseAppDefinition validates with too.
-import { ERROR_CODES, PERMISSIONS, type Permission } from '@svc/protocol';
+import { ERROR_CODES, NAME_PATTERN, PERMISSIONS, type Permission } from '@svc/protocol';
 import * as z from 'zod';
 import { EXECUTION_USER_PATTERN } from '../auth/policy-store.ts';
-import { configSchema, configUpdateSchema } from '../config/config-schema.ts';
+import { configSchema, configUpdateSchema } from '@svc/platform/config';
 import {
   AppDefinitionSchema,
   LIMITS,
@@ -16,7 +16,7 @@ import { APP_VIEW_FIELDS } from '../model/app-definition/view.ts';
 import { ClusterTaskSchema, HostTopologySchema, NodeReportSchema } from '../cluster/records.ts';
 import type { BodySpec } from './types.ts';
 
-const NAME = '^[A-Za-z0-9_.-]{1,128}$';
+const NAME = NAME_PATTERN.source;
 
 /** PUT /svc/app/{name}: an application definition (the path names it). */
 export const AppDefinition = AppDefinitionSchema;

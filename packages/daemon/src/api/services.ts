@@ -1,7 +1,7 @@
 // What operations may use. Built once in daemon.ts; unit tests may pass twins.
 import type { ClusterApi } from '../cluster/cluster-api.ts';
 import type { ClusterNode } from '../cluster/cluster.ts';
-import type { DaemonConfig } from '../config/config.ts';
+import type { DaemonConfig } from '@svc/platform/config';
 import type { HostConfigStore } from '../config/host-config-store.ts';
 import type { PolicyStore } from '../auth/policy-store.ts';
 import type { UserSwitch } from '../privilege/user-switch.ts';

@@ -3,13 +3,8 @@
 // (api/dispatcher.ts). Decisions are pure functions of the principal, the validated input and what
 // a small resolver knows about the application or subscription involved; they never do I/O
 // themselves and never look at the transport. Handlers contain no authorization code.
-import { SvcError, type Permission } from '@svc/protocol';
-import {
-  authenticateWorker,
-  PROCESS_KEY_HEADER,
-  type KeyVerdict,
-  type WorkerRequest,
-} from '../tasks/worker-auth.ts';
+import { PROCESS_KEY_HEADER, SvcError, type Permission } from '@svc/protocol';
+import { authenticateWorker, type KeyVerdict, type WorkerRequest } from '../tasks/worker-auth.ts';
 import { authorizeApp, type OthersAccess } from './authorizer.ts';
 import type { Principal } from './principal.ts';
 

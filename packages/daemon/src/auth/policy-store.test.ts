@@ -286,7 +286,7 @@ describe('PolicyStore changes', () => {
 
   it('a failed write leaves memory and disk unchanged, and does not poison the queue', async () => {
     let failNext = false;
-    const { writeFileAtomic } = await import('../util/atomic-file.ts');
+    const { writeFileAtomic } = await import('@svc/platform/atomic-file');
     const store = await PolicyStore.open(file, {
       seed: SEED,
       writeFile: async (path, data, mode) => {
@@ -294,7 +294,7 @@ describe('PolicyStore changes', () => {
           failNext = false;
           throw new Error('ENOSPC: no space left on device');
         }
-        await writeFileAtomic(path, data, mode);
+        await writeFileAtomic(path, data, { mode });
       },
     });
     const before = await readFile(file, 'utf8');

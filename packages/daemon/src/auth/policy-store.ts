@@ -22,7 +22,7 @@ import { mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { BUILTIN_ROLES, SvcError, isPermission } from '@svc/protocol';
 import type { Permission } from '@svc/protocol';
-import { writeFileAtomic } from '../util/atomic-file.ts';
+import { writeFileAtomic } from '@svc/platform/atomic-file';
 import {
   EXECUTION_USER_PATTERN,
   PolicyFileError,
@@ -119,7 +119,17 @@ export class PolicyStore {
 
   /** Reads and validates the policy (absent = empty), adds missing seed principals, persists if needed. */
   static async open(file: string, options: PolicyStoreOptions = {}): Promise<PolicyStore> {
-    const { file: onDisk, state, text } = await PolicyFile.read(file, options.writeFile ?? writeFileAtomic);
+    const {
+      file: onDisk,
+      state,
+      text,
+    } = await PolicyFile.read(
+      file,
+      options.writeFile ??
+        (async (path, data, mode) => {
+          await writeFileAtomic(path, data, { mode });
+        }),
+    );
     let changed = text === undefined;
     for (const [id, roles] of Object.entries(options.seed ?? {})) {
       if (state.principals.has(id)) continue;

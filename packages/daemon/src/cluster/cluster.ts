@@ -3,7 +3,7 @@
 // for leader. Started by daemon/cluster-member.ts when SVC_REGISTRY_URL or Registry.Url is set.
 import type { Etcd3 } from 'etcd3';
 import { readFile } from 'node:fs/promises';
-import type { ClusterConfig } from '../config/registry-config.ts';
+import type { ClusterConfig } from '@svc/platform/config';
 import type { Logger } from '../log/logger.ts';
 import { startElection, type Election } from './election.ts';
 import { startLeaderLoop, type LeaderLoop, type PassResult } from './leader.ts';

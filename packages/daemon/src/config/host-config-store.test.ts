@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { SvcError } from '@svc/protocol';
-import { loadConfig, type DaemonConfig } from './config.ts';
+import { loadConfig, type DaemonConfig } from '@svc/platform/config';
 import { applyTimezone, HostConfigStore } from './host-config-store.ts';
 
 let home: string;

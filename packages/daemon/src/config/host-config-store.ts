@@ -11,17 +11,18 @@ import { dirname, join } from 'node:path';
 import { stringify } from 'yaml';
 import { SvcError } from '@svc/protocol';
 import type { LogLevel } from '../log/logger.ts';
-import { writeFileAtomic } from '../util/atomic-file.ts';
-import { readConfigFile, type DaemonConfig } from './config.ts';
-import { clusterConfigOf } from './registry-config.ts';
+import { writeFileAtomic } from '@svc/platform/atomic-file';
 import {
+  clusterConfigOf,
   configProblem,
   configUpdateSchema,
   keysOf,
   mergeConfigDocuments,
+  readConfigFile,
   type ConfigDocument,
   type ConfigLogLevel,
-} from './config-schema.ts';
+  type DaemonConfig,
+} from '@svc/platform/config';
 
 /** Keys of a POST that take effect at once; every other accepted key needs a restart. */
 export const LIVE_KEYS: ReadonlySet<string> = new Set([
@@ -272,7 +273,7 @@ export class HostConfigStore {
       '# svc configuration overrides: written by svcd (POST /svc/config, labels); sectioned form.\n' +
       stringify(next);
     await mkdir(dirname(this.#file), { recursive: true, mode: 0o700 });
-    await writeFileAtomic(this.#file, text, 0o600);
+    await writeFileAtomic(this.#file, text, { mode: 0o600 });
     this.#overrides = next;
   }
 }

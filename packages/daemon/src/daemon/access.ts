@@ -10,8 +10,7 @@ import { effectiveExecutionUser, type ExecUserSettings } from '../auth/execution
 import { PolicyStore } from '../auth/policy-store.ts';
 import type { Principal } from '../auth/principal.ts';
 import { createOidcTokenVerifier, type OidcTokenVerifier } from '../auth/token-verifier.ts';
-import type { DaemonConfig } from '../config/config.ts';
-import type { ListenerName } from '../config/ports-file.ts';
+import type { DaemonConfig, ListenerName } from '@svc/platform/config';
 
 /** Seed of the authorization policy in builtin mode (CONTRACT §8). */
 export const BUILTIN_SEED: Record<string, string[]> = {

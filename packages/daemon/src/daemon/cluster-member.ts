@@ -5,7 +5,7 @@
 import type { PolicyStore } from '../auth/policy-store.ts';
 import type { ClusterNode } from '../cluster/cluster.ts';
 import type { NodeApps } from '../cluster/node-apps.ts';
-import type { DaemonConfig } from '../config/config.ts';
+import type { DaemonConfig } from '@svc/platform/config';
 import type { HostConfigStore } from '../config/host-config-store.ts';
 import type { Logger } from '../log/logger.ts';
 import type { Supervisor } from '../supervisor/supervisor.ts';

@@ -4,16 +4,14 @@
 import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { bootstrapCredentials, loadCredentials } from '../../../identity/src/credentials/bootstrap.ts';
-import { passwordFlowEnabled, readOidcFile } from '../../../identity/src/provider/settings.ts';
-import { INSTALL_ROOT, type DaemonConfig } from '../config/config.ts';
+import { bootstrapCredentials, loadCredentials, passwordFlowEnabled, readOidcFile } from '@svc/identity';
+import { INSTALL_ROOT, PortsFile, type DaemonConfig, type ListenerName } from '@svc/platform/config';
 import { applyTimezone, HostConfigStore } from '../config/host-config-store.ts';
-import { PortsFile, type ListenerName } from '../config/ports-file.ts';
 import { createLogger, type Logger, type RootLogger } from '../log/logger.ts';
 import { loadOrCreateMasterKey, type SecretCrypter } from '../model/secret-crypter.ts';
 import { readProcStat } from '../supervisor/proc-stats.ts';
-import { loadTlsMaterial, type TlsMaterial } from '../tls/certificates.ts';
-import { writeFileAtomic } from '../util/atomic-file.ts';
+import { loadTlsMaterial, type TlsMaterial } from '@svc/platform/tls';
+import { writeFileAtomic } from '@svc/platform/atomic-file';
 import type { Step } from './component.ts';
 
 /** work/ (0700) with its directories, and the log in work/server.log; the log closes last. */
@@ -78,7 +76,7 @@ async function loadProcessKeySecret(file: string): Promise<Buffer> {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
   }
   const secret = randomBytes(32);
-  await writeFileAtomic(file, secret.toString('hex') + '\n', 0o600);
+  await writeFileAtomic(file, secret.toString('hex') + '\n', { mode: 0o600 });
   return secret;
 }
 

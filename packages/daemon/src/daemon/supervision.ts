@@ -2,7 +2,7 @@
 // bundled system applications) and the privilege boundary of what svcd starts itself. Reached only
 // through the supervisor's public API (createSupervisor, SupervisorOptions).
 import { dirname } from 'node:path';
-import { INSTALL_ROOT, type DaemonConfig } from '../config/config.ts';
+import { INSTALL_ROOT, type DaemonConfig } from '@svc/platform/config';
 import type { Logger } from '../log/logger.ts';
 import type { UserSwitch } from '../privilege/user-switch.ts';
 import { spawnerPaths, userSwitchOf } from '../supervisor/spawner/launch.ts';

@@ -11,7 +11,9 @@ import { randomUUID } from 'node:crypto';
 import {
   DISCONNECTED_EVENT,
   EVENT_REQUEST_URI,
+  PROCESS_KEY_HEADER,
   SvcError,
+  TARGET_HOST_HEADER,
   type EventMessage,
   type Request as WireRequest,
   type Response as WireResponse,
@@ -25,9 +27,6 @@ import {
   type SelfIdentity,
   type TargetAddress,
 } from './targets.ts';
-
-export const TARGET_HOST_HEADER = 'x-target-host';
-export const PROCESS_KEY_HEADER = 'x-svc-process-key';
 
 /** Operations whose effect lives on the connection (subscriptions): they need a dedicated link. */
 const SUBSCRIPTION_OPERATIONS = new Set([

@@ -1,9 +1,9 @@
 // Forwarding (X-Target-Host) assembled from the daemon's configuration. The returned targets are
 // the hook for cluster mode: `forwarder.targets.addProvider(registeredNodes)`.
 import { readFile } from 'node:fs/promises';
-import type { DaemonConfig } from '../config/config.ts';
+import type { DaemonConfig } from '@svc/platform/config';
 import type { Logger } from '../log/logger.ts';
-import type { TlsMaterial } from '../tls/certificates.ts';
+import type { TlsMaterial } from '@svc/platform/tls';
 import { Forwarder } from './forwarder.ts';
 import { AllowedTargets, staticTargets } from './targets.ts';
 

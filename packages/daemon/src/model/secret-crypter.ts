@@ -7,12 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
 import { lstat, mkdir, open, readFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import {
-  createSecretBox,
-  isEncryptedToken,
-  TOKEN_PREFIX,
-  type SecretBox,
-} from '../../../identity/src/credentials/master-key.ts';
+import { createSecretBox, isEncryptedToken, TOKEN_PREFIX, type SecretBox } from '@svc/identity';
 
 /** The cipher is svc-identity's (the owner of work/auth/secrets/): one implementation for both. */
 export type SecretCrypter = SecretBox;

@@ -4,11 +4,11 @@
 // engine's (util/journaled-dir.ts: atomic writes, the write-ahead log, group commit). A file that
 // fails validation is reported and left in place, never deleted, so an acknowledged definition is
 // never lost.
-import { SvcError } from '@svc/protocol';
+import { NAME_PATTERN, SvcError } from '@svc/protocol';
 import type { AppDefinition } from '../model/app-definition.ts';
-import { NAME_PATTERN, deserializeApp, serializeApp } from '../model/app-definition.ts';
+import { deserializeApp, serializeApp } from '../model/app-definition.ts';
 import type { SecretCrypter } from '../model/secret-crypter.ts';
-import { TEMP_PREFIX } from '../util/atomic-file.ts';
+import { TEMP_PREFIX } from '@svc/platform/atomic-file';
 import { JournaledDir, type DurableDirectory } from '../util/journaled-dir.ts';
 
 const SUFFIX = '.yaml';

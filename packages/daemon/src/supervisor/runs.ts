@@ -12,10 +12,10 @@
 // transientDefinition is pure; startRun and syncRun install and follow the app through the
 // registry (registry.ts).
 import { randomBytes } from 'node:crypto';
-import { SvcError } from '@svc/protocol';
+import { NAME_PATTERN, SvcError } from '@svc/protocol';
 import type { Logger } from '../log/logger.ts';
 import type { AppDefinition } from '../model/app-definition.ts';
-import { NAME_PATTERN, parseAppDefinition } from '../model/app-definition.ts';
+import { parseAppDefinition } from '../model/app-definition.ts';
 import { refuseReservedName } from './app-store.ts';
 import type { AppLifecycle } from './lifecycle.ts';
 import type { OutputStore } from './output-store.ts';

@@ -3,9 +3,9 @@ import {
   authenticateWorker,
   connectionRemoteAddress,
   hasProcessKey,
-  isLoopbackAddress,
   type KeyVerdict,
 } from './worker-auth.ts';
+import { isLoopbackAddress } from '@svc/platform/process-key';
 
 const KEY = 'a'.repeat(64);
 
@@ -29,29 +29,6 @@ function attempt(
     return { code: e.code, status: e.status, message: e.message };
   }
 }
-
-describe('isLoopbackAddress', () => {
-  it.each([
-    '127.0.0.1',
-    '127.5.6.7',
-    '::1',
-    '::ffff:127.0.0.1',
-    '::FFFF:127.1.2.3',
-    '::ffff:7f00:1',
-    '0:0:0:0:0:0:0:1',
-  ])('%s is loopback', (address) => expect(isLoopbackAddress(address)).toBe(true));
-  it.each([
-    '10.0.0.1',
-    '192.168.1.2',
-    '128.0.0.1',
-    '::ffff:10.0.0.1',
-    '::2',
-    'fe80::1',
-    'unknown',
-    '',
-    '1127.0.0.1',
-  ])('%s is not loopback', (address) => expect(isLoopbackAddress(address)).toBe(false));
-});
 
 describe('authenticateWorker', () => {
   it('accepts the current key in the header on loopback', () => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { AGENT_KEY_HEADER, relayedPeer } from './agent-relay.ts';
+import { AGENT_KEY_HEADER } from '@svc/protocol';
+import { relayedPeer } from './agent-relay.ts';
 
 const KEY = 'k'.repeat(43);
 const check = (key: string): boolean => key === KEY;

@@ -8,12 +8,10 @@
 // (`work/run/agent-link.sock`, docs/decisions.md): its connections never take a slot that anonymous
 // peers compete for; a socket of the link counts as this host (AGENT_LINK_ADDRESS).
 import { isIP } from 'node:net';
+import { isLoopbackAddress } from '@svc/platform/process-key';
 // One header for the agent's proof to either upstream: its process key to svcd, the issuer relay
 // key to svc-identity (issue 25 M4).
-import { AGENT_KEY_HEADER } from '../../../identity/src/credentials/relay-key.ts';
-import { isLoopbackAddress } from '../tasks/worker-auth.ts';
-
-export { AGENT_KEY_HEADER };
+import { AGENT_KEY_HEADER } from '@svc/protocol';
 
 /** The address a socket of svc-agent's link (a Unix socket, no address of its own) stands for. */
 export const AGENT_LINK_ADDRESS = '127.0.0.1';

@@ -8,7 +8,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { SvcError } from '@svc/protocol';
 import { bodyTooLarge } from '../api/request-body.ts';
 import type { BodyAdmission, RequestBody } from '../api/types.ts';
-import type { Limits } from '../config/config.ts';
+import type { Limits } from '@svc/platform/config';
 import type { InflightBudget, Reservation } from './inflight-budget.ts';
 import { preAuthFrameBytes } from './wire-session.ts';
 

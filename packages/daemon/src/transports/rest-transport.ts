@@ -1,6 +1,6 @@
 // HTTPS REST on the daemon's REST port. The same server accepts WebSocket upgrades (sub-protocol
 // `svc-ws`), handled by ws-transport.ts. This file only translates HTTP to ApiRequest and back.
-import { createServer, type Server } from 'node:https';
+import type { Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { Readable } from 'node:stream';
@@ -10,19 +10,20 @@ import type { Dispatch } from '../api/dispatcher.ts';
 import { bodyLength } from '../api/app-listing.ts';
 import { errorResponse } from '../api/responses.ts';
 import type { ApiResponse } from '../api/types.ts';
-import type { Limits } from '../config/config.ts';
+import type { Limits } from '@svc/platform/config';
 import type { Logger } from '../log/logger.ts';
-import type { TlsMaterial } from '../tls/certificates.ts';
+import type { TlsMaterial } from '@svc/platform/tls';
 import { AGENT_LINK_ADDRESS, isAgentLink, relayedPeer, type AgentKeyCheck } from './agent-relay.ts';
-import type { ConnectionGuard } from './connection-guard.ts';
 import {
   answerClientError,
   closeIdleHttpConnections,
+  createBoundedHttpsServer,
   guardTlsServer,
   lingerAfterLastAnswer,
+  type ConnectionGuard,
   type GuardedServer,
   type ListenerLog,
-} from './connection-deadlines.ts';
+} from '@svc/platform/connections';
 import { splitTarget } from './http-target.ts';
 import type { InflightBudget } from './inflight-budget.ts';
 import { RestBody } from './rest-body.ts';
@@ -47,25 +48,6 @@ export function loggerAsListenerLog(logger: Logger): ListenerLog {
 }
 
 const METHODS = new Set(['GET', 'PUT', 'POST', 'DELETE']);
-
-/**
- * An HTTPS server with svc's TLS floor and the configured bounds (slow headers, slow bodies, header
- * size, connection count): the daemon's REST port and svc-agent's front door alike.
- */
-export function createBoundedHttpsServer(tls: TlsMaterial, limits: Limits): Server {
-  const server = createServer({
-    key: tls.key,
-    cert: tls.cert,
-    minVersion: 'TLSv1.2',
-    handshakeTimeout: limits.handshakeTimeoutMs,
-    headersTimeout: limits.headersTimeoutMs,
-    requestTimeout: limits.requestTimeoutMs,
-    keepAliveTimeout: 5_000,
-    maxHeaderSize: 32 * 1024,
-  });
-  server.maxConnections = limits.maxConnections;
-  return server;
-}
 
 export function createRestServer(options: RestTransportOptions): { server: Server; guarded: GuardedServer } {
   const { dispatch, limits, guard, budget, logger } = options;

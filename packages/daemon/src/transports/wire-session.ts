@@ -8,7 +8,7 @@ import type { Dispatch } from '../api/dispatcher.ts';
 import type { ApiResponse, PersistentConnection, RawFrameChannel } from '../api/types.ts';
 import type { Logger } from '../log/logger.ts';
 import { hasProcessKey, processKeyApp } from '../tasks/worker-auth.ts';
-import { IdleDeadline } from './connection-deadlines.ts';
+import { IdleDeadline } from '@svc/platform/connections';
 import { toApiRequest, toWireError, toWireResponse } from './wire-adapter.ts';
 
 /** Largest frame a persistent connection may send before it authenticates (bearer or process key). */

@@ -7,21 +7,16 @@
 import { STATUS_CODES, type IncomingMessage, type Server } from 'node:http';
 import { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { SvcError } from '@svc/protocol';
+import { SvcError, WS_BEARER_PREFIX, WS_SUBPROTOCOL } from '@svc/protocol';
 import type { Authenticator, Dispatch } from '../api/dispatcher.ts';
-import type { Limits } from '../config/config.ts';
+import type { Limits } from '@svc/platform/config';
 import type { Logger } from '../log/logger.ts';
 import { connectionRemoteAddress } from '../tasks/worker-auth.ts';
 import { AGENT_LINK_ADDRESS, isAgentLink, relayedPeer, type AgentKeyCheck } from './agent-relay.ts';
-import { endThenDestroy, type GuardedServer } from './connection-deadlines.ts';
-import type { ConnectionGuard } from './connection-guard.ts';
+import { endThenDestroy, type ConnectionGuard, type GuardedServer } from '@svc/platform/connections';
 import type { InflightBudget, Reservation } from './inflight-budget.ts';
 import { WireSession, payerOf, preAuthFrameBytes } from './wire-session.ts';
 import { turnWriteBatch } from './write-batch.ts';
-
-export const WS_SUBPROTOCOL = 'svc-ws';
-/** Prefix of the sub-protocol entry that carries the bearer (browsers cannot set `Authorization`). */
-export const WS_BEARER_PREFIX = 'svc-bearer.';
 
 export interface WsTransportOptions {
   dispatch: Dispatch;

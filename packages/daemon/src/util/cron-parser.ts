@@ -7,7 +7,7 @@ let loaded: typeof CronParser | undefined;
 
 /** The cron-parser module, loaded synchronously on the first call. */
 export function cronParser(): typeof CronParser {
-  // In the bundle (build/build.js) `require` exists and esbuild turns this call into a module of the
+  // In the bundle (platform's build/build.js) `require` exists and esbuild turns this call into a module of the
   // bundle that is evaluated on this first call; run from the sources (an ES module) there is no
   // `require`, and Node's loads the package.
   loaded ??= (

@@ -12,7 +12,7 @@ import { constants } from 'node:fs';
 import { mkdir, open, readdir, rename, rm } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
-import { TEMP_PREFIX, fsyncDir } from './atomic-file.ts';
+import { TEMP_PREFIX, fsyncDir } from '@svc/platform/atomic-file';
 import { GroupCommitter } from './group-commit.ts';
 
 const POOL_TEMP_PREFIX = `${TEMP_PREFIX}pool.`;

@@ -15,7 +15,7 @@ import { open, rename, rm } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { crc32 } from 'node:zlib';
-import { fsyncDir } from './atomic-file.ts';
+import { fsyncDir } from '@svc/platform/atomic-file';
 
 const BLOCK = 4096;
 const HEADER_MAGIC = Buffer.from('SVCWAL01');

@@ -21,7 +21,7 @@ import {
   type TestEtcd,
   type TestIssuer,
 } from '@svc/testkit';
-import { generateMaterial } from '../../src/tls/certificates.ts';
+import { generateMaterial } from '@svc/platform/tls';
 import { KEYS, NodeReportSchema, parseRecord, type NodeReport } from '../../src/cluster/records.ts';
 import { waitFor } from '../helpers/wait-for.ts';
 import { startTcpProxy, type TcpProxy } from './tcp-proxy.ts';

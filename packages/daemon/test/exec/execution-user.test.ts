@@ -6,9 +6,15 @@
 import { chmod, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestDaemon, type ApiClient, type TestDaemon } from '@svc/testkit';
-import { waitFor } from '../helpers/wait-for.ts';
-import { createOsUser, IS_ROOT, type TestOsUser } from './os-user.ts';
+import {
+  createOsUser,
+  IS_ROOT,
+  startTestDaemon,
+  waitFor,
+  type ApiClient,
+  type TestDaemon,
+  type TestOsUser,
+} from '@svc/testkit';
 
 let user: TestOsUser;
 

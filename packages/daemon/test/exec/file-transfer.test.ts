@@ -23,9 +23,16 @@ import { decodeResponse, encodeFrame, encodeRequest, FrameDecoder, type Response
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestDaemon, type ApiClient, type CallResult, type TestDaemon } from '@svc/testkit';
-import { waitFor } from '../helpers/wait-for.ts';
-import { createOsUser, IS_ROOT, type TestOsUser } from './os-user.ts';
+import {
+  createOsUser,
+  IS_ROOT,
+  startTestDaemon,
+  waitFor,
+  type ApiClient,
+  type CallResult,
+  type TestDaemon,
+  type TestOsUser,
+} from '@svc/testkit';
 
 let daemon: TestDaemon;
 let rest: ApiClient;

@@ -11,9 +11,15 @@ import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestDaemon, type ApiClient, type TestDaemon } from '@svc/testkit';
-import { waitFor } from '../helpers/wait-for.ts';
-import { createOsUser, IS_ROOT, type TestOsUser } from '../exec/os-user.ts';
+import {
+  createOsUser,
+  IS_ROOT,
+  startTestDaemon,
+  waitFor,
+  type ApiClient,
+  type TestDaemon,
+  type TestOsUser,
+} from '@svc/testkit';
 
 const PROBE_SOURCE = `
 #define _GNU_SOURCE

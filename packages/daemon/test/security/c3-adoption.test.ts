@@ -8,9 +8,15 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestDaemon, type ApiClient, type TestDaemon } from '@svc/testkit';
-import { waitFor } from '../helpers/wait-for.ts';
-import { createOsUser, IS_ROOT, type TestOsUser } from '../exec/os-user.ts';
+import {
+  createOsUser,
+  IS_ROOT,
+  startTestDaemon,
+  waitFor,
+  type ApiClient,
+  type TestDaemon,
+  type TestOsUser,
+} from '@svc/testkit';
 
 let user: TestOsUser;
 const started: ChildProcess[] = [];

@@ -2,10 +2,10 @@
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
-import { INSTALL_ROOT } from '../install-root.ts';
+import { INSTALL_ROOT } from '@svc/platform/config';
 import type { AdminUser, OAuthClientInfo } from './service.ts';
 
-// From the installation root: the bundles (packages/daemon/dist) load it at run time as well.
+// From the installation root: the bundles (packages/platform/dist) load it at run time as well.
 export const ADMIN_PROTO_PATH = join(INSTALL_ROOT, 'packages/identity/src/admin/admin.proto');
 
 export const SERVICE_NAMES = ['Passwords', 'Clients', 'Sessions', 'Mfa'] as const;

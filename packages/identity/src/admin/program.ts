@@ -12,7 +12,7 @@
 // removed when off or stopped.
 import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { writeFileAtomic } from '../credentials/index.ts';
+import { writeFileAtomic } from '@svc/platform/atomic-file';
 import { createAdminClient, type AdminClient } from './grpc-client.ts';
 import { DEFAULT_GRPC_LISTEN, defaultAdminUiListen, formatListen, parseLoopbackListen } from './listen.ts';
 import { loadOrCreateAdminTls } from './tls.ts';
@@ -61,7 +61,10 @@ async function recordPort(workDir: string, ui: AdminUi | undefined): Promise<voi
   if (ui === undefined) await rm(file, { force: true });
   else {
     const record = ui.socketPath === undefined ? { admin_ui: ui.port } : { admin_ui_socket: ui.socketPath };
-    await writeFileAtomic(file, JSON.stringify(record, null, 2) + '\n', { mode: 0o644 });
+    await writeFileAtomic(file, JSON.stringify(record, null, 2) + '\n', {
+      mode: 0o644,
+      ownerFromDirectory: true,
+    });
   }
 }
 

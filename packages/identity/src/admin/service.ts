@@ -3,12 +3,12 @@
 // messages never carry a password, a hash or a secret.
 import { randomBytes } from 'node:crypto';
 import { stat } from 'node:fs/promises';
+import { writeFileAtomic } from '@svc/platform/atomic-file';
 import {
   AUTOMATION_SECRET_BYTES,
   automationSecretPath,
   hashPassword,
   newPasswordProblem,
-  writeFileAtomic,
 } from '../credentials/index.ts';
 import { AUTOMATION_CLIENT_ID, OAUTH_CLIENT_IDS, STATIC_IDENTITIES } from '../store/identities.ts';
 import type { IdentityStore, UserRecord } from '../store/identity-store.ts';
@@ -249,7 +249,10 @@ export class AdminService {
   async regenerateAutomationSecret(): Promise<OAuthClientInfo> {
     const secret = randomBytes(AUTOMATION_SECRET_BYTES).toString('hex');
     try {
-      await writeFileAtomic(automationSecretPath(this.#options.workDir), secret + '\n', { mode: 0o600 });
+      await writeFileAtomic(automationSecretPath(this.#options.workDir), secret + '\n', {
+        mode: 0o600,
+        ownerFromDirectory: true,
+      });
     } catch (error) {
       throw new AdminError(
         'INTERNAL',

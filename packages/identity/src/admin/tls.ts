@@ -11,7 +11,7 @@ import { randomBytes, webcrypto } from 'node:crypto';
 import { chmod, mkdir, open, readFile, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type * as X509 from '@peculiar/x509';
-import { KEY_ALGORITHM, loadX509, SIGNING_ALGORITHM, TEN_YEARS_MS } from '../../../daemon/src/tls/x509.ts';
+import { KEY_ALGORITHM, loadX509, SIGNING_ALGORITHM, TEN_YEARS_MS } from '@svc/platform/tls';
 
 export interface AdminTlsMaterial {
   readonly caCert: string;

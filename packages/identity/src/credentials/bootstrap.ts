@@ -14,7 +14,7 @@ import {
   writeCredentialFile,
   type Credential,
 } from './credential-file.ts';
-import { writeFileAtomic } from './atomic-write.ts';
+import { writeFileAtomic } from '@svc/platform/atomic-file';
 import { CredentialError } from './errors.ts';
 import { generatePassword, hashPassword, passwordProblem } from './password.ts';
 import { readSecretFile, secretFileExists } from './secret-files.ts';
@@ -84,7 +84,13 @@ export async function bootstrapCredentials(
   const automationFile = automationSecretPath(workDir);
   if (!(await secretFileExists(automationFile))) {
     const secret = randomBytes(AUTOMATION_SECRET_BYTES).toString('hex');
-    if (await writeFileAtomic(automationFile, secret + '\n', { mode: 0o600, exclusive: true }))
+    if (
+      await writeFileAtomic(automationFile, secret + '\n', {
+        mode: 0o600,
+        ownerFromDirectory: true,
+        exclusive: true,
+      })
+    )
       created.push(SECRET_FILE_NAMES.automation);
   }
   return { created };

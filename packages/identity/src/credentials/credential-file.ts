@@ -5,7 +5,7 @@
 // and the rule, never a secret.
 import { join } from 'node:path';
 import { STATIC_IDENTITIES, type StaticIdentityName } from '../store/identities.ts';
-import { writeFileAtomic } from './atomic-write.ts';
+import { writeFileAtomic } from '@svc/platform/atomic-file';
 import { CredentialError } from './errors.ts';
 import { hashProblem, passwordProblem } from './password.ts';
 import { readSecretFile } from './secret-files.ts';
@@ -127,7 +127,11 @@ export async function writeCredentialFile(
   const text = formatCredentialFile(credential);
   // Validate what is written by the same rules as what is read.
   parseCredentialFile(text, file, credential.identity);
-  return writeFileAtomic(file, text, { mode: 0o600, exclusive: options.exclusive ?? false });
+  return writeFileAtomic(file, text, {
+    mode: 0o600,
+    ownerFromDirectory: true,
+    exclusive: options.exclusive ?? false,
+  });
 }
 
 /** A credential of `identity` with the packaged identity fields. */

@@ -7,7 +7,6 @@ export {
   readSecretFile,
   secretFileExists,
 } from './secret-files.ts';
-export { TEMP_PREFIX, writeFileAtomic, type AtomicWriteOptions } from './atomic-write.ts';
 export {
   BCRYPT_COST,
   BCRYPT_HASH_PATTERN,
@@ -46,9 +45,15 @@ export {
   type BootstrapResult,
   type LoadedCredentials,
 } from './bootstrap.ts';
-export { createSecretBox, loadMasterKey, masterKeyPath, type SecretBox } from './master-key.ts';
 export {
-  AGENT_KEY_HEADER,
+  createSecretBox,
+  isEncryptedToken,
+  loadMasterKey,
+  masterKeyPath,
+  TOKEN_PREFIX,
+  type SecretBox,
+} from './master-key.ts';
+export {
   readRelayKey,
   relayKeyMatches,
   relayKeyPath,

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { BUILTIN_ROLES } from '@svc/protocol';
 import { isMap, parseDocument } from 'yaml';
 import { STATIC_IDENTITIES, AUTOMATION_CLIENT_ID } from '../store/identities.ts';
-import { writeFileAtomic } from './atomic-write.ts';
+import { writeFileAtomic } from '@svc/platform/atomic-file';
 import { readAutomationSecret, type AuthMode } from './bootstrap.ts';
 import { credentialFilePath, readCredentialFile, writeCredentialFile } from './credential-file.ts';
 import { CredentialError } from './errors.ts';
@@ -337,7 +337,7 @@ export async function bindRole(workDir: string, principalId: string, role: strin
   ];
   const roles = [...new Set([...(before?.roles ?? []), role])];
   doc.setIn(['principals', principalId], doc.createNode({ roles, status: 'active' }));
-  await writeFileAtomic(file, doc.toString(), { mode: 0o600 });
+  await writeFileAtomic(file, doc.toString(), { mode: 0o600, ownerFromDirectory: true });
   return existing !== undefined;
 }
 
@@ -346,7 +346,7 @@ export async function removePrincipal(workDir: string, principalId: string): Pro
   const { file, doc } = await readPolicy(workDir);
   if (!doc.hasIn(['principals', principalId])) return false;
   doc.deleteIn(['principals', principalId]);
-  await writeFileAtomic(file, doc.toString(), { mode: 0o600 });
+  await writeFileAtomic(file, doc.toString(), { mode: 0o600, ownerFromDirectory: true });
   return true;
 }
 

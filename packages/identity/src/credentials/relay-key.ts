@@ -7,12 +7,9 @@
 // 0700), and a local process that can is svc's user, which already holds every other secret.
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { join } from 'node:path';
-import { writeFileAtomic } from './atomic-write.ts';
+import { writeFileAtomic } from '@svc/platform/atomic-file';
 import { secretsDir } from './credential-file.ts';
 import { readSecretFile, secretFileExists } from './secret-files.ts';
-
-/** The header the agent sends its key in, to svcd (process key) and to the issuer (relay key). */
-export const AGENT_KEY_HEADER = 'x-svc-agent-key';
 
 const RELAY_KEY_BYTES = 32;
 const RELAY_KEY_PATTERN = /^[0-9a-f]{64}$/;
@@ -24,7 +21,7 @@ export function relayKeyPath(workDir: string): string {
 /** Writes a new relay key (replacing the previous one) and returns it. */
 export async function writeRelayKey(workDir: string): Promise<string> {
   const key = randomBytes(RELAY_KEY_BYTES).toString('hex');
-  await writeFileAtomic(relayKeyPath(workDir), `${key}\n`, { mode: 0o600 });
+  await writeFileAtomic(relayKeyPath(workDir), `${key}\n`, { mode: 0o600, ownerFromDirectory: true });
   return key;
 }
 

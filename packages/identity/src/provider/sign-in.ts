@@ -6,9 +6,10 @@
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { isIP } from 'node:net';
+import { AGENT_KEY_HEADER } from '@svc/protocol';
 import bcrypt from 'bcryptjs';
 import { isLoopbackHost } from '../admin/listen.ts';
-import { AGENT_KEY_HEADER, relayKeyMatches } from '../credentials/relay-key.ts';
+import { relayKeyMatches } from '../credentials/relay-key.ts';
 import type { SecretBox } from '../credentials/master-key.ts';
 import { BCRYPT_COST, verifyPassword } from '../credentials/password.ts';
 import type { IdentityStore, UserRecord } from '../store/identity-store.ts';

@@ -14,7 +14,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
-import { writeFileAtomic } from '../credentials/atomic-write.ts';
+import { writeFileAtomic } from '@svc/platform/atomic-file';
 import type { SecretBox } from '../credentials/master-key.ts';
 import { MemoryStore } from './adapter.ts';
 import type { Entry } from './adapter.ts';
@@ -125,7 +125,7 @@ export class IdentityState {
 
   async #write(name: string, body: unknown): Promise<void> {
     const token = this.#box.encrypt(JSON.stringify(body));
-    await writeFileAtomic(join(this.#dir, name), token + '\n', { mode: 0o600 });
+    await writeFileAtomic(join(this.#dir, name), token + '\n', { mode: 0o600, ownerFromDirectory: true });
   }
 }
 

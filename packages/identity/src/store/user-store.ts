@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { LineCounter, parseDocument, stringify, isMap, isScalar, isSeq, type Node } from 'yaml';
-import { writeFileAtomic } from '../credentials/atomic-write.ts';
+import { writeFileAtomic } from '@svc/platform/atomic-file';
 import { loadCredentials, type LoadedCredentials } from '../credentials/bootstrap.ts';
 import type { Credential } from '../credentials/credential-file.ts';
 import { CredentialError } from '../credentials/errors.ts';
@@ -315,7 +315,7 @@ export class UserStore implements IdentityStore {
     const run = this.#queue.then(async () => {
       const { users, result } = change(this.#users);
       if (users !== this.#users) {
-        await writeFileAtomic(this.file, formatUsersFile(users), { mode: 0o600 });
+        await writeFileAtomic(this.file, formatUsersFile(users), { mode: 0o600, ownerFromDirectory: true });
         this.#users = users;
       }
       return result;

@@ -5,7 +5,7 @@ import type { ChildProcess } from 'node:child_process';
 import { access } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { waitFor } from '../../../daemon/test/helpers/wait-for.ts';
+import { waitFor } from '@svc/testkit';
 import { keyValues, spawnScript, startAuthStack, type AuthStack } from './stack.ts';
 
 const EXIT_UNREACHABLE = 3; // script/svc-auth.sh: "3 reachability error (administration UI or issuer)"

@@ -6,8 +6,13 @@ import { request } from 'node:http';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { BUILTIN_MODE_ENV, killManagedProcesses, startTestDaemon, type TestDaemon } from '@svc/testkit';
-import { waitFor } from '../../../daemon/test/helpers/wait-for.ts';
+import {
+  BUILTIN_MODE_ENV,
+  killManagedProcesses,
+  startTestDaemon,
+  waitFor,
+  type TestDaemon,
+} from '@svc/testkit';
 
 export const ROOT = resolve(import.meta.dirname, '../../../..');
 const SCRIPT = join(ROOT, 'script/svc-auth.sh');

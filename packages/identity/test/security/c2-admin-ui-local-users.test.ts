@@ -12,7 +12,7 @@ import { lstat, readFile, readdir, readlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createOsUser, IS_ROOT, type TestOsUser } from '../../../daemon/test/exec/os-user.ts';
+import { createOsUser, IS_ROOT, type TestOsUser } from '@svc/testkit';
 import { getOverSocket, startAuthStack, systemAppPid, type AuthStack } from '../full-stack/stack.ts';
 import { SSHD, startSshd, type TestSshd } from './sshd.ts';
 

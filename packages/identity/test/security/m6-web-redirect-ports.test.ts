@@ -14,7 +14,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { restClient } from '@svc/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SIGN_OUT, startWebHarness, type WebHarness } from '../../../web/test/harness.ts';
+import { SIGN_OUT, startWebHarness, type WebHarness } from '@svc/web/testing';
 
 let web: WebHarness;
 const forwards: { server: Server; sockets: Set<Socket> }[] = [];

@@ -7,8 +7,7 @@ import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort } from '@svc/testkit';
-import { waitFor } from '../../../daemon/test/helpers/wait-for.ts';
+import { freePort, waitFor } from '@svc/testkit';
 
 export const SSHD = '/usr/sbin/sshd';
 

@@ -10,7 +10,7 @@ import { realpath } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { SvcError } from '@svc/protocol';
-import { INSTALL_ROOT } from '../../config/config.ts';
+import { INSTALL_ROOT } from '@svc/platform/config';
 import { attributesOf, checkTransferPath, filePathOf, type TransferPolicy } from '../../files/file-policy.ts';
 import { downloadAs, uploadAs, type FileMeta, type TransferTarget } from '../../files/file-transfer.ts';
 import { lookupOsUser, type OsIdentity } from '../../privilege/os-user.ts';

@@ -2,7 +2,7 @@
 import { cpus, freemem, loadavg, totalmem, uptime } from 'node:os';
 import { statfs } from 'node:fs/promises';
 import * as z from 'zod';
-import { configProblem } from '../../config/config-schema.ts';
+import { configProblem } from '@svc/platform/config';
 import { json } from '../responses.ts';
 import { Config, ConfigUpdate, ConfigUpdated, Labels, Resources } from '../schemas.ts';
 import type { Services } from '../services.ts';

@@ -5,7 +5,8 @@
 // the internal model (instants, durations, defaults) is parse.ts.
 import * as z from 'zod';
 import { reportKey } from './issues.ts';
-import { ENV_NAME_PATTERN, EXIT_ACTIONS, LIMITS, NAME_PATTERN } from './types.ts';
+import { NAME_PATTERN } from '@svc/protocol';
+import { ENV_NAME_PATTERN, EXIT_ACTIONS, LIMITS } from './types.ts';
 import {
   DURATION_TEXT,
   ISO_DATE_TIME,

@@ -89,7 +89,6 @@ export interface AppDefinition {
 // ---------------------------------------------------------------------------------------------
 // Names and limits
 
-export const NAME_PATTERN = /^[A-Za-z0-9_.-]{1,128}$/;
 export const ENV_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*$/;
 export const LIMITS = {
   commandBytes: 64 * 1024,

@@ -4,7 +4,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../config/config.ts';
+import { ConfigError, loadConfig } from '@svc/platform/config';
 import { createLogger } from '../../log/logger.ts';
 import { chooseSpawner, spawnerPaths } from './launch.ts';
 

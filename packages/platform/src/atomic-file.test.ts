@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { chown, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -24,7 +24,7 @@ describe('writeFileAtomic', () => {
 
   it('applies the requested mode regardless of umask', async () => {
     const file = join(dir, 'b');
-    await writeFileAtomic(file, 'x', 0o644);
+    await writeFileAtomic(file, 'x', { mode: 0o644 });
     expect((await stat(file)).mode & 0o777).toBe(0o644);
   });
 
@@ -45,6 +45,28 @@ describe('writeFileAtomic', () => {
     expect(await readdir(blocked)).toEqual(['child']);
     expect(await readFile(join(dir, 'other'), 'utf8')).toBe('untouched');
   });
+
+  it('creates only when exclusive: an existing file is left alone and false is returned', async () => {
+    const file = join(dir, 'c');
+    expect(await writeFileAtomic(file, 'first', { exclusive: true })).toBe(true);
+    expect(await writeFileAtomic(file, 'second', { exclusive: true })).toBe(false);
+    expect(await readFile(file, 'utf8')).toBe('first');
+    expect(await readdir(dir)).toEqual(['c']);
+  });
+
+  // Only root can give a file away; elsewhere there is nothing to check.
+  it.skipIf(process.getuid?.() !== 0)(
+    'as root, gives the file to the directory owner only when asked (ownerFromDirectory)',
+    async () => {
+      const owned = join(dir, 'owned');
+      await mkdir(owned);
+      await chown(owned, 4244, 4245);
+      await writeFileAtomic(join(owned, 'kept'), 'x', { ownerFromDirectory: true });
+      await writeFileAtomic(join(owned, 'root'), 'x');
+      expect(await stat(join(owned, 'kept'))).toMatchObject({ uid: 4244, gid: 4245 });
+      expect(await stat(join(owned, 'root'))).toMatchObject({ uid: 0, gid: 0 });
+    },
+  );
 
   it('fails when the directory is missing', async () => {
     await expect(writeFileAtomic(join(dir, 'missing', 'f'), 'x')).rejects.toMatchObject({ code: 'ENOENT' });

@@ -1,7 +1,7 @@
 // vitest global setup: the bundle every test daemon runs is built (when stale) once, up front, and
 // so is svc-spawner (packages/spawner), which each test daemon would otherwise build on its own.
 import process from 'node:process';
-import { buildSpawner } from '../../spawner/build.js';
+import { buildSpawner } from '@svc/spawner/build';
 import { ensureBundle } from './bundle.js';
 
 export function setup() {

@@ -1,9 +1,10 @@
-// Builds svcd into one ES module, packages/daemon/dist/svcd.mjs, and the system applications svcd
-// starts — svc-agent, svc-identity, svc-auth-admin — into packages/daemon/dist/<name>.mjs, with
+// Builds svcd into one ES module, packages/platform/dist/svcd.mjs, and the system applications svcd
+// starts — svc-agent, svc-identity, svc-auth-admin — into packages/platform/dist/<name>.mjs, with
 // esbuild: the TypeScript sources stay the source of truth, nothing generated is committed. One
 // build and one metadata file for all, so that the launcher's freshness check covers the programs
-// svcd is about to start. Run by bundle.js when a bundle is stale
-// (`node packages/daemon/build/build.js`), and by the tests' global setup.
+// svcd is about to start; it lives in @svc/platform because the launchers of three packages (daemon,
+// agent, identity) share it. Run by bundle.js when a bundle is stale
+// (`node packages/platform/build/build.js`), and by the tests' global setup.
 //
 // The bundle is written to a temp file and renamed into place, then its metadata (inputs and the
 // build's start time, read by bundle.js) likewise, so concurrent builds and readers never see a
@@ -19,7 +20,8 @@ const requireBuiltin = createRequire(import.meta.url);
 
 /** Inputs outside the module graph that change what the build produces. */
 const EXTRA_INPUTS = [
-  'packages/daemon/build/build.js',
+  'packages/platform/build/build.js',
+  'packages/platform/package.json',
   'packages/daemon/package.json',
   'packages/agent/package.json',
   'packages/identity/package.json',
@@ -125,8 +127,8 @@ export async function build() {
     // admin.proto is read from the installation root, grpc-proto.ts.)
     external: ['etcd3'],
     plugins: [builtinsAsRequire],
-    // config.ts, identity's install-root.ts: INSTALL_ROOT is this path from the bundle's directory
-    // (packages/daemon/dist; every bundle is written there).
+    // platform's config/install-root.ts: INSTALL_ROOT is this path from the bundle's directory
+    // (packages/platform/dist; every bundle is written there).
     define: { SVC_INSTALL_ROOT_FROM_MODULE: JSON.stringify(relative(DIST_DIR, REPO_ROOT)) },
   };
   const entries = (names) => Object.fromEntries(names.map((name) => [name, BUNDLES[name].entry]));

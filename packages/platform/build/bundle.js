@@ -21,7 +21,7 @@ const { readFileSync, statSync } = require('node:fs');
 /** @type {typeof import('node:path')} */
 const { join, resolve } = require('node:path');
 
-/** The repository root (packages/daemon/build → three levels up). */
+/** The repository root (packages/platform/build → three levels up). */
 export const REPO_ROOT = resolve(import.meta.dirname, '../../..');
 export const DIST_DIR = resolve(import.meta.dirname, '../dist');
 export const META = join(DIST_DIR, 'svcd.meta.json');

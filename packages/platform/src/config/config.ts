@@ -12,19 +12,8 @@ import {
   parseConfigFileDocument,
   type ConfigDocument,
 } from './config-schema.ts';
+import { INSTALL_ROOT } from './install-root.ts';
 import { clusterConfigOf, type ClusterConfig } from './registry-config.ts';
-
-/** Defined by the bundle build (build/build.js): the path from the bundle's directory to the root. */
-declare const SVC_INSTALL_ROOT_FROM_MODULE: string | undefined;
-
-/**
- * The repository root: from the bundle (packages/daemon/dist/svcd.mjs) the path the build defined,
- * from the sources (tests, tools) four levels above packages/daemon/src/config.
- */
-export const INSTALL_ROOT = resolve(
-  import.meta.dirname,
-  typeof SVC_INSTALL_ROOT_FROM_MODULE === 'string' ? SVC_INSTALL_ROOT_FROM_MODULE : '../../../..',
-);
 
 export type ConfigFile = ConfigDocument;
 

@@ -2,7 +2,7 @@
 import { watch } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { writeFileAtomic } from '../util/atomic-file.ts';
+import { writeFileAtomic } from '../atomic-file.ts';
 
 export type ListenerName =
   'rest' | 'tcp' | 'agent' | 'metrics' | 'issuer' | 'telemetry' | 'admin_ui' | 'grpc';
@@ -76,7 +76,9 @@ export class PortsFile {
     if (port === undefined) delete this.#ports[name];
     else this.#ports[name] = port;
     const snapshot = JSON.stringify(this.#ports, null, 2) + '\n';
-    this.#writing = this.#writing.then(() => writeFileAtomic(this.#file, snapshot, 0o644));
+    this.#writing = this.#writing.then(async () => {
+      await writeFileAtomic(this.#file, snapshot, { mode: 0o644 });
+    });
     return this.#writing;
   }
 

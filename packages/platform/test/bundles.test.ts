@@ -1,4 +1,4 @@
-// The bundles svcd and its system applications run (packages/daemon/build/build.js): once built they
+// The bundles svcd and its system applications run (packages/platform/build/build.js): once built they
 // are fresh (a launcher does not rebuild them at every start), and they import nothing statically,
 // so that a stand-alone svcd does not load cluster mode's etcd3/gRPC (docs/decisions.md "svcd runs
 // as one bundle").
@@ -7,8 +7,8 @@ import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
-const BUILD_DIR = resolve(import.meta.dirname, '../../build');
-const DIST_DIR = resolve(import.meta.dirname, '../../dist');
+const BUILD_DIR = resolve(import.meta.dirname, '../build');
+const DIST_DIR = resolve(import.meta.dirname, '../dist');
 const BUNDLES = ['svcd', 'svc-agent', 'svc-agent-mcp', 'svc-identity', 'svc-auth-admin'];
 
 /** bundle.js's verdict, in a plain Node (it is the launchers' code, not TypeScript). */

@@ -4,7 +4,7 @@
 import { webcrypto } from 'node:crypto';
 import { mkdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { writeFileAtomic } from '../util/atomic-file.ts';
+import { writeFileAtomic } from '../atomic-file.ts';
 import { KEY_ALGORITHM, loadX509, SIGNING_ALGORITHM, TEN_YEARS_MS } from './x509.ts';
 
 export interface TlsMaterial {
@@ -38,9 +38,9 @@ export async function loadTlsMaterial(options: {
   }
   await mkdir(dir, { recursive: true, mode: 0o700 });
   const material = await generateMaterial(options.hostName);
-  await writeFileAtomic(files.key, material.key, 0o600);
-  await writeFileAtomic(files.ca, material.ca!, 0o644);
-  await writeFileAtomic(files.cert, material.cert, 0o644);
+  await writeFileAtomic(files.key, material.key, { mode: 0o600 });
+  await writeFileAtomic(files.ca, material.ca!, { mode: 0o644 });
+  await writeFileAtomic(files.cert, material.cert, { mode: 0o644 });
   return material;
 }
 
