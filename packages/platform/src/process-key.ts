@@ -1,5 +1,5 @@
 // Where a process key may come from (spec: Worker task loop): only from this host. svcd checks it
-// before accepting a key (daemon tasks/worker-auth.ts), svc-agent before relaying one (agent
+// before accepting a key (daemon auth/process-key.ts), svc-agent before relaying one (agent
 // routes.ts); both decide "this host" here.
 import { isIPv4 } from 'node:net';
 

@@ -4,7 +4,7 @@
 // a small resolver knows about the application or subscription involved; they never do I/O
 // themselves and never look at the transport. Handlers contain no authorization code.
 import { PROCESS_KEY_HEADER, SvcError, type Permission } from '@svc/protocol';
-import { authenticateWorker, type KeyVerdict, type WorkerRequest } from '../tasks/worker-auth.ts';
+import { authenticateWorker, type KeyVerdict, type WorkerRequest } from './process-key.ts';
 import { authorizeApp, type OthersAccess } from './authorizer.ts';
 import type { Principal } from './principal.ts';
 

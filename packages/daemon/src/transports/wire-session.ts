@@ -7,7 +7,7 @@ import { SvcError } from '@svc/protocol';
 import type { Dispatch } from '../api/dispatcher.ts';
 import type { ApiResponse, PersistentConnection, RawFrameChannel } from '../api/types.ts';
 import type { Logger } from '../log/logger.ts';
-import { hasProcessKey, processKeyApp } from '../tasks/worker-auth.ts';
+import { hasProcessKey, processKeyApp } from '../auth/process-key.ts';
 import { IdleDeadline } from '@svc/platform/connections';
 import { toApiRequest, toWireError, toWireResponse } from './wire-adapter.ts';
 

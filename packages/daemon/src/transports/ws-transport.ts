@@ -11,7 +11,7 @@ import { SvcError, WS_BEARER_PREFIX, WS_SUBPROTOCOL } from '@svc/protocol';
 import type { Authenticator, Dispatch } from '../api/dispatcher.ts';
 import type { Limits } from '@svc/platform/config';
 import type { Logger } from '../log/logger.ts';
-import { connectionRemoteAddress } from '../tasks/worker-auth.ts';
+import { connectionRemoteAddress } from '../auth/process-key.ts';
 import { AGENT_LINK_ADDRESS, isAgentLink, relayedPeer, type AgentKeyCheck } from './agent-relay.ts';
 import { endThenDestroy, type ConnectionGuard, type GuardedServer } from '@svc/platform/connections';
 import type { InflightBudget, Reservation } from './inflight-budget.ts';

@@ -4,7 +4,7 @@ import {
   connectionRemoteAddress,
   hasProcessKey,
   type KeyVerdict,
-} from './worker-auth.ts';
+} from './process-key.ts';
 import { isLoopbackAddress } from '@svc/platform/process-key';
 
 const KEY = 'a'.repeat(64);
