@@ -14,7 +14,7 @@ import { startPlacementFollower, type PlacementFollower } from './placement-foll
 
 export interface NodeApps {
   api: ClusterApi;
-  services: ServiceRegistry;
+  serviceRegistry: ServiceRegistry;
   follower: PlacementFollower | undefined;
   /** Registered nodes as forward targets (add `targets.provider` to the forwarder). */
   targets: NodeTargets;
@@ -45,7 +45,7 @@ export async function startNodeApps(
     watchClient,
     logger,
   });
-  const services = createServiceRegistry({
+  const serviceRegistry = createServiceRegistry({
     session: node.session,
     client,
     hostName: node.hostName,
@@ -54,17 +54,17 @@ export async function startNodeApps(
     logger: logger.child({ component: 'cluster-services' }),
   });
   const follower = node.config.isWorkerNode
-    ? startPlacementFollower({ client, watchClient, hostName: node.hostName, apps, services, logger })
+    ? startPlacementFollower({ client, watchClient, hostName: node.hostName, apps, serviceRegistry, logger })
     : undefined;
   return {
     api: createClusterApi(client),
-    services,
+    serviceRegistry,
     follower,
     targets,
     async close() {
       await targets.close();
       await follower?.close();
-      await services.close();
+      await serviceRegistry.close();
       client.close();
     },
   };

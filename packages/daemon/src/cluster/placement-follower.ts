@@ -21,7 +21,7 @@ export interface PlacementFollowerOptions {
   watchClient: () => Etcd3;
   hostName: string;
   apps: ClusterApps;
-  services: ServiceRegistry;
+  serviceRegistry: ServiceRegistry;
   logger: Logger;
   /** Safety net: a full reconciliation at least this often (default 10 s). */
   resyncMs?: number;
@@ -50,7 +50,7 @@ async function readPlacements(
 }
 
 export function startPlacementFollower(options: PlacementFollowerOptions): PlacementFollower {
-  const { client, hostName, apps, services } = options;
+  const { client, hostName, apps, serviceRegistry } = options;
   const logger = options.logger.child({ component: 'cluster-placements' });
   let running: Promise<void> | undefined;
   let again = false;
@@ -60,9 +60,9 @@ export function startPlacementFollower(options: PlacementFollowerOptions): Place
     const owner = typeof task.content['owner'] === 'string' ? task.content['owner'] : undefined;
     try {
       const outcome = await apps.apply(name, task.content, owner);
-      if (outcome === 'conflict') return void (await services.set(name, undefined));
+      if (outcome === 'conflict') return void (await serviceRegistry.set(name, undefined));
       if (outcome !== 'unchanged') logger.info(`cluster app ${outcome}`, { app: name });
-      await services.set(name, task.port);
+      await serviceRegistry.set(name, task.port);
     } catch (error) {
       const message = error instanceof SvcError || error instanceof Error ? error.message : String(error);
       logger.error('cluster task not applied', { app: name, error: message });
@@ -71,7 +71,7 @@ export function startPlacementFollower(options: PlacementFollowerOptions): Place
 
   const withdrawOne = async (name: string): Promise<void> => {
     try {
-      await services.set(name, undefined);
+      await serviceRegistry.set(name, undefined);
       if (await apps.withdraw(name)) logger.info('cluster app withdrawn', { app: name });
     } catch (error) {
       logger.error('cluster app not withdrawn', { app: name, error: error as Error });
@@ -91,7 +91,7 @@ export function startPlacementFollower(options: PlacementFollowerOptions): Place
     const wanted = new Map(
       [...placed].filter((entry): entry is [string, ClusterTask] => entry[1] !== undefined),
     );
-    for (const name of new Set([...apps.names(), ...services.registered()]))
+    for (const name of new Set([...apps.names(), ...serviceRegistry.registered()]))
       if (!wanted.has(name)) await withdrawOne(name);
     // A placement whose task is gone (deleted since) waits for the leader's next topology.
     for (const [name, task] of wanted) await applyOne(name, task);

@@ -59,7 +59,7 @@ export async function joinCluster(
   const nodeApps = await (
     await import('../cluster/node-apps.ts')
   ).startNodeApps(cluster, options.supervisor.cluster, options.ports.tcp, logger);
-  options.peers.provide(() => nodeApps.services.environment());
+  options.peers.provide(() => nodeApps.serviceRegistry.environment());
   return {
     cluster,
     nodeApps,

@@ -139,7 +139,7 @@ export function assembleRequestPath(options: RequestPathOptions): RequestPath {
   const router = new Router(operations);
   const resolver: AccessResolver = {
     app: (name) => supervisor.access(name),
-    service: (name) => nodeApps?.services.registered().includes(name) ?? false,
+    service: (name) => nodeApps?.serviceRegistry.registered().includes(name) ?? false,
     subscription: (id) => events.owner(id),
     verifyProcessKey: (name, key) => supervisor.verifyProcessKey(name, key),
   };
